@@ -1,0 +1,98 @@
+// Cluster resolvers: where the cluster description comes from.
+#ifndef PSFLOW_CLUSTER_RESOLVER_H_
+#define PSFLOW_CLUSTER_RESOLVER_H_
+
+#include <optional>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "psflow/cluster_spec.h"
+
+namespace psflow {
+
+// The cluster this process belongs to, and its own role in it.
+// Thread-safety: implementations are safe for concurrent const calls.
+class ClusterResolver {
+ public:
+  virtual ~ClusterResolver() = default;
+  [[nodiscard]] virtual absl::StatusOr<ClusterSpec> cluster_spec() const = 0;
+  // nullopt when the source names no task type / index / rpc layer.
+  [[nodiscard]] virtual absl::StatusOr<std::optional<std::string>> task_type() const = 0;
+  [[nodiscard]] virtual absl::StatusOr<std::optional<int>> task_id() const = 0;
+  [[nodiscard]] virtual absl::StatusOr<std::optional<std::string>> rpc_layer() const = 0;
+
+  // TF's ClusterResolver.master: "" for an empty cluster or one job with one
+  // task, else "<rpc_layer>://<address>" (bare address without a layer) of
+  // the given task, defaulting to this process's task. NOT_FOUND for an
+  // unknown job or index.
+  [[nodiscard]] virtual absl::StatusOr<std::string> master(
+      std::optional<std::string> task_type = std::nullopt,
+      std::optional<int> task_id = std::nullopt,
+      std::optional<std::string> rpc_layer = std::nullopt) const;
+};
+
+// A resolver over a ClusterSpec built in code.
+class SimpleClusterResolver final : public ClusterResolver {
+ public:
+  explicit SimpleClusterResolver(ClusterSpec spec,
+                                 std::optional<std::string> task_type = std::nullopt,
+                                 std::optional<int> task_id = std::nullopt,
+                                 std::optional<std::string> rpc_layer = std::nullopt);
+  absl::StatusOr<ClusterSpec> cluster_spec() const override { return spec_; }
+  absl::StatusOr<std::optional<std::string>> task_type() const override { return task_type_; }
+  absl::StatusOr<std::optional<int>> task_id() const override { return task_id_; }
+  absl::StatusOr<std::optional<std::string>> rpc_layer() const override { return rpc_layer_; }
+
+ private:
+  ClusterSpec spec_;
+  std::optional<std::string> task_type_;
+  std::optional<int> task_id_;
+  std::optional<std::string> rpc_layer_;
+};
+
+// Reads the TF_CONFIG JSON exactly as TF's TFConfigClusterResolver: the
+// variable is re-read on every call (nothing cached), overrides given here
+// win over TF_CONFIG, `task.type` is cast to a string and `task.index` to an
+// int. Malformed JSON is INVALID_ARGUMENT naming the byte position.
+class TFConfigClusterResolver final : public ClusterResolver {
+ public:
+  struct Options {
+    std::optional<std::string> task_type;
+    std::optional<int> task_id;
+    std::optional<std::string> rpc_layer;
+    // When set, parsed instead of the TF_CONFIG environment variable.
+    std::optional<std::string> tf_config_json;
+  };
+
+  TFConfigClusterResolver() : TFConfigClusterResolver(Options{}) {}
+  explicit TFConfigClusterResolver(Options options);
+
+  absl::StatusOr<ClusterSpec> cluster_spec() const override;
+  absl::StatusOr<std::optional<std::string>> task_type() const override;
+  absl::StatusOr<std::optional<int>> task_id() const override;
+  absl::StatusOr<std::optional<std::string>> rpc_layer() const override;
+  absl::StatusOr<std::string> master(
+      std::optional<std::string> task_type = std::nullopt,
+      std::optional<int> task_id = std::nullopt,
+      std::optional<std::string> rpc_layer = std::nullopt) const override;
+
+  // True when TF_CONFIG is set and non-empty (or tf_config_json is given).
+  [[nodiscard]] bool is_configured() const;
+
+ private:
+  Options options_;
+};
+
+// The ParameterServerStrategy checks of TF (`_verify_args_and_config` and
+// `_validate_cluster_spec`), in TF's order and with TF's messages, each
+// extended with the fix: empty spec, disallowed job names, unrecognized or
+// absent task type, more than one chief/evaluator, task id out of range,
+// no ps, no worker. INVALID_ARGUMENT on the first failure.
+[[nodiscard]] absl::Status validate_parameter_server_cluster(
+    const ClusterSpec& spec, const std::optional<std::string>& task_type,
+    const std::optional<int>& task_id);
+
+}  // namespace psflow
+
+#endif  // PSFLOW_CLUSTER_RESOLVER_H_

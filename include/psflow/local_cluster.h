@@ -1,0 +1,61 @@
+// LocalCluster: ps and worker tasks as child processes on loopback.
+#ifndef PSFLOW_LOCAL_CLUSTER_H_
+#define PSFLOW_LOCAL_CLUSTER_H_
+
+#include <sys/types.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "psflow/cluster_spec.h"
+
+namespace psflow {
+
+struct LocalClusterOptions {
+  int num_ps = 2;
+  int num_workers = 2;
+  // The psflow binary each task runs (`<binary> server`, role from
+  // TF_CONFIG). Empty: this process's own executable.
+  std::string binary_path;
+  // Loopback host the tasks listen on.
+  std::string host = "127.0.0.1";
+  // Every task must answer a health check within this bound, or start()
+  // fails naming the tasks that did not.
+  absl::Duration startup_timeout = absl::Seconds(30);
+  // Add a "chief" entry (the calling process, as coordinator) to the spec.
+  bool include_chief = true;
+  // Directory for each task's log file (<job>-<index>.log). Empty: the tasks
+  // inherit this process's stderr.
+  std::string log_dir;
+};
+
+// Starts M ps and N worker tasks as children of this process, waits until
+// each answers grpc.health.v1, and stops them all on destruction. Children
+// die with this process even when it is killed with SIGKILL (they are bound
+// to it through PR_SET_PDEATHSIG), so no task is ever orphaned.
+// Thread-safety: all methods may be called from any thread.
+class LocalCluster {
+ public:
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<LocalCluster>> start(
+      LocalClusterOptions options = {});
+  virtual ~LocalCluster() = default;
+
+  // The cluster, including the chief entry when include_chief.
+  [[nodiscard]] virtual const ClusterSpec& cluster_spec() const = 0;
+  // Process id of a task; NOT_FOUND for an unknown one.
+  [[nodiscard]] virtual absl::StatusOr<pid_t> pid(std::string_view job, int index) const = 0;
+  [[nodiscard]] virtual std::vector<pid_t> pids() const = 0;
+  // Sends `signal` to one task (fault tests use SIGKILL / SIGSTOP).
+  [[nodiscard]] virtual absl::Status signal_task(std::string_view job, int index,
+                                                 int signal) = 0;
+  // SIGTERM to every task, SIGKILL after `grace`, and reaps them all.
+  virtual void stop(absl::Duration grace = absl::Seconds(5)) = 0;
+};
+
+}  // namespace psflow
+
+#endif  // PSFLOW_LOCAL_CLUSTER_H_

@@ -1,0 +1,53 @@
+// psflow::Server: one task (ps or worker) of a training cluster.
+#ifndef PSFLOW_SERVER_H_
+#define PSFLOW_SERVER_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "psflow/cluster_spec.h"
+
+namespace psflow {
+
+struct ServerOptions {
+  // Where to listen. Empty: the task's own address when its host is a
+  // loopback address or "localhost", else "[::]:<port>" (all interfaces, as
+  // TF's server does) so that Kubernetes service names work.
+  std::string bind_address;
+  // Largest message accepted or sent, in bytes.
+  int max_message_bytes = 1 << 30;
+};
+
+// A gRPC server playing one task of the cluster: a "ps" task serves the
+// VariableService, a "worker" task the ExecutorService; both serve
+// grpc.health.v1 and GetStatus. As tf.distribute.Server.
+// Thread-safety: stop() may be called from any thread (or a signal-watching
+// thread) while another thread is in join(); other calls are not concurrent.
+class Server {
+ public:
+  // INVALID_ARGUMENT when the job is not "ps" or "worker", the task is not
+  // in `spec`, or its address has no port.
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<Server>> create(
+      const ClusterSpec& spec, std::string job_name, int task_index,
+      ServerOptions options = {});
+  virtual ~Server() = default;
+
+  // Binds and starts serving. UNAVAILABLE names the address when it cannot
+  // be bound (e.g. in use).
+  [[nodiscard]] virtual absl::Status start() = 0;
+  // Blocks until stop() has completed.
+  virtual void join() = 0;
+  // Stops accepting calls, lets running calls finish within a short grace
+  // period, then returns. Idempotent.
+  virtual void stop() = 0;
+  // "/job:ps/replica:0/task:0".
+  [[nodiscard]] virtual std::string task_name() const = 0;
+  // The address clients use ("127.0.0.1:40123").
+  [[nodiscard]] virtual std::string target() const = 0;
+};
+
+}  // namespace psflow
+
+#endif  // PSFLOW_SERVER_H_

@@ -1,0 +1,70 @@
+#include "base/logging.h"
+
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <string>
+
+namespace psflow {
+namespace {
+
+LogLevel initial_level() {
+  const char* env = std::getenv("PSFLOW_LOG_LEVEL");
+  if (env == nullptr) return LogLevel::kInfo;
+  std::string_view v(env);
+  if (v == "debug" || v == "0") return LogLevel::kDebug;
+  if (v == "warning" || v == "2") return LogLevel::kWarning;
+  if (v == "error" || v == "3") return LogLevel::kError;
+  return LogLevel::kInfo;
+}
+
+std::atomic<int>& level_storage() {
+  static std::atomic<int> level{static_cast<int>(initial_level())};
+  return level;
+}
+
+std::string_view basename(std::string_view path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string_view::npos ? path : path.substr(slash + 1);
+}
+
+}  // namespace
+
+void set_min_log_level(LogLevel level) {
+  level_storage().store(static_cast<int>(level), std::memory_order_relaxed);
+}
+
+LogLevel min_log_level() {
+  return static_cast<LogLevel>(level_storage().load(std::memory_order_relaxed));
+}
+
+void log_message(LogLevel level, std::string_view file, int line,
+                 std::string_view message) {
+  static constexpr char kLetters[] = {'D', 'I', 'W', 'E'};
+  timeval tv{};
+  gettimeofday(&tv, nullptr);
+  tm parts{};
+  localtime_r(&tv.tv_sec, &parts);
+  char stamp[32];
+  std::snprintf(stamp, sizeof(stamp), "%02d:%02d:%02d.%03d", parts.tm_hour,
+                parts.tm_min, parts.tm_sec, static_cast<int>(tv.tv_usec / 1000));
+  // One write() per line so concurrent lines never interleave.
+  std::string out = absl::StrCat(
+      std::string_view(&kLetters[static_cast<int>(level)], 1), " ", stamp, " ",
+      basename(file), ":", line, "] ", message, "\n");
+  [[maybe_unused]] ssize_t n = ::write(STDERR_FILENO, out.data(), out.size());
+}
+
+void check_failed(std::string_view file, int line, std::string_view condition,
+                  std::string_view message) {
+  log_message(LogLevel::kError, file, line,
+              absl::StrCat("Check failed: ", condition,
+                           message.empty() ? "" : ": ", message));
+  std::abort();
+}
+
+}  // namespace psflow
