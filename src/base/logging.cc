@@ -1,5 +1,7 @@
 #include "base/logging.h"
 
+#include "base/strings.h"
+
 #include <sys/time.h>
 #include <unistd.h>
 
@@ -54,16 +56,16 @@ void log_message(LogLevel level, std::string_view file, int line,
                 parts.tm_min, parts.tm_sec, static_cast<int>(tv.tv_usec / 1000));
   // One write() per line so concurrent lines never interleave.
   std::string out = absl::StrCat(
-      std::string_view(&kLetters[static_cast<int>(level)], 1), " ", stamp, " ",
-      basename(file), ":", line, "] ", message, "\n");
+      absl::string_view(&kLetters[static_cast<int>(level)], 1), " ", stamp, " ",
+      av(basename(file)), ":", line, "] ", av(message), "\n");
   [[maybe_unused]] ssize_t n = ::write(STDERR_FILENO, out.data(), out.size());
 }
 
 void check_failed(std::string_view file, int line, std::string_view condition,
                   std::string_view message) {
   log_message(LogLevel::kError, file, line,
-              absl::StrCat("Check failed: ", condition,
-                           message.empty() ? "" : ": ", message));
+              absl::StrCat("Check failed: ", av(condition),
+                           message.empty() ? "" : ": ", av(message)));
   std::abort();
 }
 
