@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -21,12 +22,15 @@ struct LocalClusterOptions {
   // The psflow binary each task runs (`<binary> server`, role from
   // TF_CONFIG). Empty: this process's own executable.
   std::string binary_path;
-  // Loopback host the tasks listen on.
+  // Loopback IP address the tasks listen on ("127.0.0.1", "::1"); anything
+  // else is INVALID_ARGUMENT, as the tasks serve without authentication.
   std::string host = "127.0.0.1";
   // Every task must answer a health check within this bound, or start()
-  // fails naming the tasks that did not.
+  // fails naming the tasks that did not (DEADLINE_EXCEEDED), and kills them
+  // all. A task that exits during start-up fails it at once (UNAVAILABLE).
   absl::Duration startup_timeout = absl::Seconds(30);
-  // Add a "chief" entry (the calling process, as coordinator) to the spec.
+  // Add a "chief" entry (the calling process, as coordinator) to the spec;
+  // its port is reserved like the tasks' ports.
   bool include_chief = true;
   // Directory for each task's log file (<job>-<index>.log). Empty: the tasks
   // inherit this process's stderr.
@@ -36,7 +40,9 @@ struct LocalClusterOptions {
 // Starts M ps and N worker tasks as children of this process, waits until
 // each answers grpc.health.v1, and stops them all on destruction. Children
 // die with this process even when it is killed with SIGKILL (they are bound
-// to it through PR_SET_PDEATHSIG), so no task is ever orphaned.
+// to it through PR_SET_PDEATHSIG), so no task is ever orphaned. Each task's
+// port stays reserved (SO_REUSEPORT, see ServerOptions::reuse_port) for the
+// cluster's lifetime, so no other process takes it, even after the task died.
 // Thread-safety: all methods may be called from any thread.
 class LocalCluster {
  public:
@@ -46,13 +52,18 @@ class LocalCluster {
 
   // The cluster, including the chief entry when include_chief.
   [[nodiscard]] virtual const ClusterSpec& cluster_spec() const = 0;
-  // Process id of a task; NOT_FOUND for an unknown one.
+  // Process id of a task (also after it exited); NOT_FOUND for an unknown
+  // one and for the chief entry, which is the calling process.
   [[nodiscard]] virtual absl::StatusOr<pid_t> pid(std::string_view job, int index) const = 0;
   [[nodiscard]] virtual std::vector<pid_t> pids() const = 0;
   // Sends `signal` to one task (fault tests use SIGKILL / SIGSTOP).
+  // NOT_FOUND for an unknown task, FAILED_PRECONDITION once it has exited.
+  // Immune to pid reuse (signals go through a pidfd).
   [[nodiscard]] virtual absl::Status signal_task(std::string_view job, int index,
                                                  int signal) = 0;
-  // SIGTERM to every task, SIGKILL after `grace`, and reaps them all.
+  // SIGTERM (and SIGCONT, for stopped tasks) to every task, SIGKILL after
+  // `grace`, and reaps them all. Idempotent; concurrent callers return once
+  // the tasks are gone.
   virtual void stop(absl::Duration grace = absl::Seconds(5)) = 0;
 };
 

@@ -7,6 +7,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "psflow/cluster_spec.h"
 
 namespace psflow {
@@ -18,6 +19,13 @@ struct ServerOptions {
   std::string bind_address;
   // Largest message accepted or sent, in bytes.
   int max_message_bytes = 1 << 30;
+  // Share the port with other sockets of this user that set SO_REUSEPORT.
+  // Off by default so that a second server on the same port fails with
+  // UNAVAILABLE instead of silently splitting the connections; LocalCluster
+  // turns it on for its tasks, whose ports it keeps reserved that way.
+  bool reuse_port = false;
+  // How long stop() lets running calls finish before cancelling them.
+  absl::Duration shutdown_grace = absl::Seconds(2);
 };
 
 // A gRPC server playing one task of the cluster: a "ps" task serves the
@@ -28,23 +36,26 @@ struct ServerOptions {
 class Server {
  public:
   // INVALID_ARGUMENT when the job is not "ps" or "worker", the task is not
-  // in `spec`, or its address has no port.
+  // in `spec`, or its address has no numeric port. Port 0 picks a free port
+  // at start(); target() then reports it.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<Server>> create(
       const ClusterSpec& spec, std::string job_name, int task_index,
       ServerOptions options = {});
   virtual ~Server() = default;
 
   // Binds and starts serving. UNAVAILABLE names the address when it cannot
-  // be bound (e.g. in use).
+  // be bound (e.g. in use). FAILED_PRECONDITION when called twice or after
+  // stop().
   [[nodiscard]] virtual absl::Status start() = 0;
-  // Blocks until stop() has completed.
+  // Blocks until stop() has completed (also when start() was never called).
   virtual void join() = 0;
   // Stops accepting calls, lets running calls finish within a short grace
   // period, then returns. Idempotent.
   virtual void stop() = 0;
   // "/job:ps/replica:0/task:0".
   [[nodiscard]] virtual std::string task_name() const = 0;
-  // The address clients use ("127.0.0.1:40123").
+  // The address clients use ("127.0.0.1:40123"): the task's address in the
+  // spec, with the chosen port once started if the spec said port 0.
   [[nodiscard]] virtual std::string target() const = 0;
 };
 

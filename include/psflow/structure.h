@@ -7,6 +7,7 @@
 #include <memory>
 #include <ostream>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -71,11 +72,12 @@ class Structure {
   // Nesting depth: 0 for a leaf.
   [[nodiscard]] int depth() const;
 
-  // Python-like printout: `(2, (3, 4), [5], {'v': 1})`; tensors print as
-  // Tensor::debug_string.
+  // Python-like printout: `(2, (3, 4), [5], {'v': 1})`, `(1,)`, `1.0`,
+  // `'it'`, `True`, `None`, as Python's repr() of the same value; tensors
+  // print as Tensor::debug_string.
   [[nodiscard]] std::string debug_string() const;
 
-  // Exact equality (tensors by Tensor ==; tuple != list).
+  // Exact equality (tensors by Tensor ==; tuple != list; 1 != 1.0).
   friend bool operator==(const Structure& a, const Structure& b);
 
  private:
@@ -88,6 +90,7 @@ class Structure {
       value_;
 };
 
+// Prints debug_string().
 std::ostream& operator<<(std::ostream& os, const Structure& s);
 
 // Same shape of nesting, and leaves equal up to all_close for float tensors

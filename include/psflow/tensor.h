@@ -20,8 +20,12 @@ namespace psflow {
 // Dimensions, outermost first; empty for a scalar.
 using Shape = std::vector<int64_t>;
 
-// Product of the dimensions (1 for a scalar). Dimensions must be >= 0.
+// Product of the dimensions (1 for a scalar). Dimensions must be >= 0 and
+// the product must fit in int64 (aborts otherwise: a programming error).
 [[nodiscard]] int64_t num_elements(const Shape& shape);
+// As num_elements, for untrusted shapes: INVALID_ARGUMENT naming the
+// negative dimension or the overflow.
+[[nodiscard]] absl::StatusOr<int64_t> checked_num_elements(const Shape& shape);
 // "[2, 3]"; "[]" for a scalar.
 [[nodiscard]] std::string shape_string(const Shape& shape);
 
@@ -60,7 +64,9 @@ class Tensor {
   // Validated construction for untrusted input: INVALID_ARGUMENT on a bad
   // dtype, a negative dimension or an element count that overflows.
   [[nodiscard]] static absl::StatusOr<Tensor> create(DType dtype, Shape shape);
-  // Wraps an existing buffer (no copy). `byte_offset + byte size` must fit.
+  // Wraps an existing buffer (no copy) for a fixed-width dtype.
+  // INVALID_ARGUMENT unless `byte_offset + byte size` fits in the buffer and
+  // the first element is aligned for the dtype.
   [[nodiscard]] static absl::StatusOr<Tensor> from_buffer(
       DType dtype, Shape shape, std::shared_ptr<TensorBuffer> buffer,
       size_t byte_offset = 0);
@@ -86,8 +92,10 @@ class Tensor {
   // Bytes of element data (0 for kString).
   [[nodiscard]] size_t byte_size() const;
 
-  // Element access for fixed-width dtypes; T must match dtype() (checked,
-  // aborts on mismatch: a programming error, not an input error).
+  // Element access; T must match dtype() (checked, aborts on mismatch: a
+  // programming error, not an input error). T = std::string reads kString
+  // tensors. at/mutable_at/string_at check their indices and abort when out
+  // of range.
   template <typename T>
   [[nodiscard]] absl::Span<const T> flat() const;
   template <typename T>
@@ -104,13 +112,16 @@ class Tensor {
   [[nodiscard]] const std::string& string_at(int64_t flat_index) const;
   [[nodiscard]] std::string& mutable_string_at(int64_t flat_index);
 
+  // First byte of a fixed-width tensor's elements (aborts for kString, whose
+  // elements are not contiguous bytes).
   [[nodiscard]] const void* raw_data() const;
   [[nodiscard]] void* mutable_raw_data();
   [[nodiscard]] const std::shared_ptr<TensorBuffer>& buffer() const {
     return buffer_;
   }
 
-  // Eigen views (no copy). `matrix` needs rank 2 (rank 1 is a column).
+  // Eigen views (no copy) of fixed-width tensors. `vec` sees every element
+  // in row-major order; `matrix` needs rank 2 (rank 1 is a column).
   template <typename T>
   using ConstVec = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
   template <typename T>
@@ -135,13 +146,15 @@ class Tensor {
   [[nodiscard]] Tensor slice(int64_t begin, int64_t end) const;
   [[nodiscard]] absl::StatusOr<Tensor> checked_slice(int64_t begin,
                                                      int64_t end) const;
-  // Same elements, new shape (same element count), sharing the buffer.
+  // Same elements, new shape (same element count), sharing the buffer. One
+  // dimension may be -1 and is then inferred, as in tf.reshape.
   [[nodiscard]] absl::StatusOr<Tensor> reshape(Shape shape) const;
   // Deep copy into a new buffer.
   [[nodiscard]] Tensor clone() const;
 
-  // Readable printout: `Tensor<float32, [2, 2]> [[1, 2], [3, 4]]`, eliding
-  // the middle beyond `max_elements`.
+  // Readable printout: `Tensor<float32, [2, 2]> [[1, 2], [3, 4]]`. Beyond
+  // `max_elements` elements, every dimension longer than 6 shows its first
+  // and last 3 entries around "..." (numpy's summarisation).
   [[nodiscard]] std::string debug_string(int64_t max_elements = 64) const;
 
   // Exact equality of dtype, shape and elements (NaN != NaN).
@@ -160,12 +173,20 @@ class Tensor {
 
   void check_type(DType requested) const;
   int64_t flat_index(std::initializer_list<int64_t> index) const;
+  int64_t check_flat_index(int64_t flat_index) const;
+  void check_single_element() const;
+  void check_matrix_rank() const;
+  static void check_value_count(int64_t expected, size_t actual);
+  template <typename T>
+  const T* typed_data() const;
 };
 
+// Prints debug_string().
 std::ostream& operator<<(std::ostream& os, const Tensor& t);
 
 // Approximate comparison for tests: same dtype and shape, and for every
-// element |a - b| <= atol + rtol * |b|. Non-float dtypes compare exactly.
+// element |a - b| <= atol + rtol * |b| (numpy.isclose; NaN is never close,
+// equal infinities are). Non-float dtypes compare exactly.
 // On mismatch the status message names the first differing index.
 [[nodiscard]] absl::Status all_close(const Tensor& a, const Tensor& b,
                                      double rtol = 1e-5, double atol = 1e-8);

@@ -1,1 +1,32 @@
-int main() { return 0; }
+// The psflow program: one binary for every role, chosen by subcommand.
+#include <CLI/CLI.hpp>
+#include <string>
+#include <vector>
+
+#include "base/version.h"
+#include "cli/commands.h"
+#include "cli/signals.h"
+
+int main(int argc, char** argv) {
+  // Before anything starts a thread (see block_termination_signals).
+  psflow::block_termination_signals();
+
+  CLI::App app(
+      "psflow: asynchronous parameter-server training (TensorFlow's "
+      "ParameterServerStrategy, native).\nRun `psflow train` to train on an embedded local "
+      "cluster; `psflow <command> --help` for details.",
+      "psflow");
+  app.set_version_flag("--version", std::string(psflow::version()));
+  app.require_subcommand(1);
+  const std::vector<psflow::Command> commands = {
+      psflow::add_train_command(app),
+      psflow::add_server_command(app),
+      psflow::add_local_cluster_command(app),
+      psflow::add_version_command(app),
+  };
+  CLI11_PARSE(app, argc, argv);
+  for (const psflow::Command& command : commands) {
+    if (command.app->parsed()) return command.run();
+  }
+  return psflow::kExitUsage;
+}

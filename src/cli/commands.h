@@ -1,0 +1,48 @@
+// The subcommands of the psflow program; main.cc only dispatches.
+#ifndef PSFLOW_CLI_COMMANDS_H_
+#define PSFLOW_CLI_COMMANDS_H_
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <functional>
+#include <string>
+
+#include "psflow/local_cluster.h"
+
+namespace psflow {
+
+// Process exit codes shared by the subcommands.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailure = 1;  // Could not do the work (e.g. port in use).
+inline constexpr int kExitUsage = 2;    // Bad flags or configuration.
+
+// A registered subcommand and what to run when it was chosen.
+struct Command {
+  CLI::App* app = nullptr;
+  std::function<int()> run;
+};
+
+[[nodiscard]] Command add_server_command(CLI::App& parent);
+[[nodiscard]] Command add_local_cluster_command(CLI::App& parent);
+[[nodiscard]] Command add_train_command(CLI::App& parent);
+[[nodiscard]] Command add_version_command(CLI::App& parent);
+
+// Flags shared by `local-cluster` and `train`.
+struct LocalClusterFlags {
+  int num_ps = 2;
+  int num_workers = 2;
+  std::string host = "127.0.0.1";
+  std::string log_dir;
+  double startup_timeout_seconds = 30;
+  std::string binary;
+};
+void add_local_cluster_flags(CLI::App& command, LocalClusterFlags& flags);
+[[nodiscard]] LocalClusterOptions to_local_cluster_options(const LocalClusterFlags& flags);
+
+// One line per task, "<job> <index> <address> pid=<pid>", ps tasks first;
+// flushed.
+void print_tasks(const LocalCluster& cluster, std::FILE* out);
+
+}  // namespace psflow
+
+#endif  // PSFLOW_CLI_COMMANDS_H_

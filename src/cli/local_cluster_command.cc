@@ -1,0 +1,92 @@
+// `psflow local-cluster`: ps and worker tasks on loopback until SIGTERM/SIGINT.
+#include <unistd.h>
+
+#include <cstdio>
+#include <memory>
+
+#include "base/logging.h"
+#include "cli/commands.h"
+#include "cli/local_cluster_session.h"
+
+namespace psflow {
+
+void add_local_cluster_flags(CLI::App& command, LocalClusterFlags& flags) {
+  command.add_option("--num-ps", flags.num_ps, "Number of ps tasks")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 256));
+  command.add_option("--num-workers", flags.num_workers, "Number of worker tasks")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 256));
+  command.add_option("--host", flags.host, "Loopback address the tasks listen on")
+      ->capture_default_str();
+  command.add_option("--log-dir", flags.log_dir,
+                     "Directory for one log file per task (<job>-<index>.log); default: "
+                     "the tasks log to this program's stderr");
+  command
+      .add_option("--startup-timeout", flags.startup_timeout_seconds,
+                  "Seconds every task has to become healthy")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  command.add_option("--binary", flags.binary,
+                     "psflow binary the tasks run (default: this program)");
+}
+
+LocalClusterOptions to_local_cluster_options(const LocalClusterFlags& flags) {
+  LocalClusterOptions options;
+  options.num_ps = flags.num_ps;
+  options.num_workers = flags.num_workers;
+  options.host = flags.host;
+  options.log_dir = flags.log_dir;
+  options.startup_timeout = absl::Seconds(flags.startup_timeout_seconds);
+  options.binary_path = flags.binary;
+  return options;
+}
+
+void print_tasks(const LocalCluster& cluster, std::FILE* out) {
+  const ClusterSpec& spec = cluster.cluster_spec();
+  for (std::string_view job : {kPsJob, kWorkerJob}) {
+    for (int index : spec.task_indices(job)) {
+      absl::StatusOr<std::string> address = spec.task_address(job, index);
+      absl::StatusOr<pid_t> pid = cluster.pid(job, index);
+      std::fprintf(out, "%.*s %d %s pid=%d\n", static_cast<int>(job.size()), job.data(), index,
+                   address.ok() ? address->c_str() : "?", pid.ok() ? static_cast<int>(*pid) : -1);
+    }
+  }
+  std::fflush(out);
+}
+
+namespace {
+
+int run_local_cluster(const LocalClusterFlags& flags) {
+  LocalClusterSession session;
+  absl::StatusOr<LocalCluster*> cluster = session.start(to_local_cluster_options(flags));
+  if (!cluster.ok()) {
+    std::fprintf(stderr, "psflow local-cluster: %s\n", cluster.status().ToString().c_str());
+    return kExitFailure;
+  }
+  PSFLOW_LOG(Info, "cluster: ", (*cluster)->cluster_spec().to_json());
+  print_tasks(**cluster, stdout);
+  std::fputs("ready\n", stdout);
+  std::fflush(stdout);
+  session.wait_for_termination_signal();
+  (*cluster)->stop();
+  return kExitOk;
+}
+
+}  // namespace
+
+Command add_local_cluster_command(CLI::App& parent) {
+  auto flags = std::make_shared<LocalClusterFlags>();
+  CLI::App* app = parent.add_subcommand(
+      "local-cluster", "Run ps and worker tasks on loopback until SIGTERM or SIGINT");
+  app->footer(
+      "Starts the tasks as child processes, prints one line per task on stdout,\n"
+      "  <job> <index> <address> pid=<pid>\n"
+      "then a line \"ready\" once every task answers health checks, and keeps them\n"
+      "running until SIGTERM or SIGINT (a second one exits at once). The tasks die\n"
+      "with this process, even when it is killed with SIGKILL.");
+  add_local_cluster_flags(*app, *flags);
+  return Command{app, [flags] { return run_local_cluster(*flags); }};
+}
+
+}  // namespace psflow

@@ -1,0 +1,145 @@
+// `psflow server`: runs one ps or worker task until SIGTERM/SIGINT.
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "base/logging.h"
+#include "base/strings.h"
+#include "cli/commands.h"
+#include "cli/signals.h"
+#include "psflow/cluster_resolver.h"
+#include "psflow/server.h"
+
+namespace psflow {
+namespace {
+
+struct ServerFlags {
+  std::string job;
+  int task = -1;
+  std::string cluster_json;
+  std::string bind;
+  bool reuse_port = false;
+};
+
+int usage_error(std::string_view message) {
+  std::fprintf(stderr, "psflow server: %.*s\n", static_cast<int>(message.size()), message.data());
+  return kExitUsage;
+}
+
+// A resolver error, said to come from TF_CONFIG unless it already says so.
+absl::Status tf_config_error(const absl::Status& status) {
+  if (absl::StrContains(status.message(), "TF_CONFIG")) {
+    return absl::InvalidArgumentError(status.message());
+  }
+  return absl::InvalidArgumentError(absl::StrCat("TF_CONFIG: ", status.message()));
+}
+
+// The spec, job and index from the flags, falling back to TF_CONFIG.
+struct Role {
+  ClusterSpec spec;
+  std::string job;
+  int index = 0;
+};
+
+absl::StatusOr<Role> resolve_role(const ServerFlags& flags) {
+  TFConfigClusterResolver::Options options;
+  if (!flags.job.empty()) options.task_type = flags.job;
+  if (flags.task >= 0) options.task_id = flags.task;
+  TFConfigClusterResolver resolver(options);
+  Role role;
+  if (!flags.cluster_json.empty()) {
+    absl::StatusOr<ClusterSpec> spec = ClusterSpec::from_json(flags.cluster_json);
+    if (!spec.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("--cluster-json: ", spec.status().message()));
+    }
+    role.spec = *std::move(spec);
+  } else {
+    absl::StatusOr<ClusterSpec> spec = resolver.cluster_spec();
+    if (!spec.ok()) {
+      return tf_config_error(spec.status());
+    }
+    role.spec = *std::move(spec);
+  }
+  if (role.spec.empty()) {
+    return absl::InvalidArgumentError(
+        "no cluster: set TF_CONFIG (e.g. {\"cluster\": {\"ps\": [\"127.0.0.1:2222\"], "
+        "\"worker\": [\"127.0.0.1:2223\"]}, \"task\": {\"type\": \"ps\", \"index\": 0}}) or "
+        "pass --cluster-json, --job and --task");
+  }
+  absl::StatusOr<std::optional<std::string>> job = resolver.task_type();
+  if (!job.ok()) return tf_config_error(job.status());
+  if (!job->has_value()) {
+    return absl::InvalidArgumentError(
+        "no task type: set TF_CONFIG's task.type to \"ps\" or \"worker\", or pass --job");
+  }
+  absl::StatusOr<std::optional<int>> index = resolver.task_id();
+  if (!index.ok()) {
+    return tf_config_error(index.status());
+  }
+  if (!index->has_value()) {
+    return absl::InvalidArgumentError("no task index: set TF_CONFIG's task.index, or pass --task");
+  }
+  role.job = **job;
+  role.index = **index;
+  return role;
+}
+
+int run_server(const ServerFlags& flags) {
+  absl::StatusOr<Role> role = resolve_role(flags);
+  if (!role.ok()) return usage_error(sv(role.status().message()));
+  ServerOptions options;
+  options.bind_address = flags.bind;
+  options.reuse_port = flags.reuse_port;
+  absl::StatusOr<std::unique_ptr<Server>> server =
+      Server::create(role->spec, role->job, role->index, options);
+  if (!server.ok()) return usage_error(sv(server.status().message()));
+  if (absl::Status status = (*server)->start(); !status.ok()) {
+    std::fprintf(stderr, "psflow server: %s\n", status.ToString().c_str());
+    return kExitFailure;
+  }
+  PSFLOW_LOG(Info, "serving ", (*server)->task_name(), " at ", (*server)->target());
+  {
+    // Signals that arrived before this point are pending and handled now.
+    TerminationSignalWatcher watcher([&server](int) { (*server)->stop(); });
+    (*server)->join();
+  }
+  PSFLOW_LOG(Info, "stopped ", (*server)->task_name());
+  return kExitOk;
+}
+
+}  // namespace
+
+Command add_server_command(CLI::App& parent) {
+  auto flags = std::make_shared<ServerFlags>();
+  CLI::App* app = parent.add_subcommand(
+      "server", "Run one ps or worker task of a cluster until SIGTERM or SIGINT");
+  app->footer(
+      "The cluster and the task come from the TF_CONFIG environment variable, as in\n"
+      "TensorFlow; the flags above override it. A ps task holds variables, a worker\n"
+      "runs scheduled functions; the chief (coordinator) is `psflow train`. Exit code:\n"
+      "0 after a clean shutdown, 2 for a bad configuration, 1 when it cannot serve\n"
+      "(e.g. the port is in use).\n\n"
+      "Example:\n"
+      "  TF_CONFIG='{\"cluster\": {\"ps\": [\"127.0.0.1:2222\"], \"worker\": "
+      "[\"127.0.0.1:2223\"]},\n"
+      "              \"task\": {\"type\": \"ps\", \"index\": 0}}' psflow server");
+  app->add_option("--job", flags->job, "Task type to serve: ps or worker (overrides TF_CONFIG)")
+      ->check(CLI::IsMember({"ps", "worker"}));
+  app->add_option("--task", flags->task, "Task index within the job (overrides TF_CONFIG)")
+      ->check(CLI::NonNegativeNumber);
+  app->add_option("--cluster-json", flags->cluster_json,
+                  "The cluster as TF_CONFIG's \"cluster\" object, e.g. "
+                  "'{\"ps\": [\"127.0.0.1:2222\"], \"worker\": [\"127.0.0.1:2223\"]}' "
+                  "(overrides TF_CONFIG)");
+  app->add_option("--bind", flags->bind,
+                  "Listen address (default: the task's address on loopback, else [::]:<port>)");
+  app->add_flag("--reuse-port", flags->reuse_port,
+                "Share the port with a reservation socket (SO_REUSEPORT); set by "
+                "`psflow local-cluster`, not needed otherwise");
+  return Command{app, [flags] { return run_server(*flags); }};
+}
+
+}  // namespace psflow

@@ -1,0 +1,341 @@
+// LocalCluster: ps and worker tasks as child processes on loopback.
+#include "psflow/local_cluster.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <map>
+#include <system_error>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "base/logging.h"
+#include "base/status_macros.h"
+#include "base/strings.h"
+#include "launcher/port_reservation.h"
+#include "launcher/process_spawner.h"
+#include "rpc/address.h"
+#include "rpc/health_check.h"
+
+extern char** environ;
+
+namespace psflow {
+namespace {
+
+// Upper bound on tasks per job, to catch typos such as --num-workers 2000.
+constexpr int kMaxTasksPerJob = 256;
+// How long stop() waits for tasks after SIGKILL before giving up on them.
+constexpr absl::Duration kKillTimeout = absl::Seconds(10);
+// stop()'s default grace, used by the destructor.
+constexpr absl::Duration kDefaultGrace = absl::Seconds(5);
+
+struct Task {
+  std::string job;
+  int index = 0;
+  std::string name;
+  std::string address;
+  std::string log_path;
+  pid_t pid = -1;
+};
+
+// The environment of this process with TF_CONFIG replaced by `tf_config`.
+std::vector<std::string> child_environment(const std::string& tf_config) {
+  std::vector<std::string> env;
+  for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
+    std::string_view item(*entry);
+    if (item.starts_with("TF_CONFIG=")) continue;
+    env.emplace_back(item);
+  }
+  env.push_back(absl::StrCat("TF_CONFIG=", tf_config));
+  return env;
+}
+
+absl::Status validate(const LocalClusterOptions& options) {
+  if (options.num_ps < 0 || options.num_ps > kMaxTasksPerJob || options.num_workers < 0 ||
+      options.num_workers > kMaxTasksPerJob || options.num_ps + options.num_workers == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a local cluster needs 0..", kMaxTasksPerJob, " ps and 0..", kMaxTasksPerJob,
+                     " worker tasks, and at least one task; got num_ps=", options.num_ps,
+                     " num_workers=", options.num_workers));
+  }
+  if (!is_loopback_host(options.host)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "local cluster host '", options.host,
+        "' is not a loopback address; tasks serve without authentication, so they listen on "
+        "loopback only (use 127.0.0.1 or ::1)"));
+  }
+  if (options.startup_timeout <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("LocalClusterOptions::startup_timeout must be positive");
+  }
+  return absl::OkStatus();
+}
+
+// Thread-safety: all methods may be called from any thread; tasks_ is
+// immutable after construction, the rest is guarded by mu_.
+class LocalClusterImpl final : public LocalCluster {
+ public:
+  LocalClusterImpl(LocalClusterOptions options, std::string binary, ClusterSpec spec,
+                   std::vector<Task> tasks, std::vector<PortReservation> reservations)
+      : options_(std::move(options)),
+        binary_(std::move(binary)),
+        spec_(std::move(spec)),
+        tasks_(std::move(tasks)),
+        reservations_(std::move(reservations)) {}
+
+  ~LocalClusterImpl() override { stop(kDefaultGrace); }
+
+  // Creates the spawner and starts every task process.
+  absl::Status spawn_all() {
+    PSFLOW_ASSIGN_OR_RETURN(
+        spawner_, ProcessSpawner::create([this](pid_t pid, int status) { on_exit(pid, status); }));
+    for (Task& task : tasks_) {
+      SpawnRequest request;
+      request.binary = binary_;
+      // --reuse-port: the port is held by our reservation socket.
+      request.argv = {binary_, "server", "--reuse-port"};
+      request.env =
+          child_environment(absl::StrCat(R"({"cluster":)", spec_.to_json(), R"(,"task":{"type":")",
+                                         task.job, R"(","index":)", task.index, "}}"));
+      request.log_path = task.log_path;
+      absl::StatusOr<pid_t> pid = spawner_->spawn(request);
+      if (!pid.ok()) {
+        return absl::Status(pid.status().code(),
+                            absl::StrCat("cannot start ", task.name, ": ", pid.status().message()));
+      }
+      task.pid = *pid;
+    }
+    return absl::OkStatus();
+  }
+
+  // Waits until every task answers a health check, or one exits, or
+  // `deadline` passes.
+  absl::Status wait_until_healthy(absl::Time deadline) {
+    std::vector<std::unique_ptr<HealthCheck>> checks;
+    for (size_t i = 0; i < tasks_.size(); ++i) {
+      checks.push_back(HealthCheck::start(tasks_[i].address, tasks_[i].name, deadline,
+                                          [this, i](absl::Status status) {
+                                            absl::MutexLock lock(&mu_);
+                                            health_[i] = std::move(status);
+                                          }));
+    }
+    std::vector<std::string> failures;
+    absl::StatusCode code = absl::StatusCode::kDeadlineExceeded;
+    {
+      absl::MutexLock lock(&mu_);
+      auto settled = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        if (!exits_.empty()) return true;  // A task died: no point waiting.
+        return health_.size() == tasks_.size();
+      };
+      // The checks themselves end at the deadline; the slack only covers
+      // their callbacks arriving.
+      mu_.AwaitWithDeadline(absl::Condition(&settled), deadline + absl::Seconds(2));
+      for (size_t i = 0; i < tasks_.size(); ++i) {
+        const Task& task = tasks_[i];
+        auto exit = exits_.find(task.pid);
+        auto health = health_.find(i);
+        std::string why;
+        if (exit != exits_.end()) {
+          why = absl::StrCat(task.name, " (", task.address, ") ",
+                             describe_wait_status(exit->second), " during start-up");
+          code = absl::StatusCode::kUnavailable;
+        } else if (health == health_.end()) {
+          why = absl::StrCat(task.name, " (", task.address, "): no answer yet");
+        } else if (!health->second.ok()) {
+          why = std::string(health->second.message());
+          if (health->second.code() != absl::StatusCode::kDeadlineExceeded) {
+            code = health->second.code();
+          }
+        } else {
+          continue;
+        }
+        if (!task.log_path.empty()) absl::StrAppend(&why, " [log: ", task.log_path, "]");
+        failures.push_back(std::move(why));
+      }
+    }
+    checks.clear();  // Cancels what is still waiting; must not hold mu_.
+    if (failures.empty()) return absl::OkStatus();
+    return absl::Status(
+        code, absl::StrCat(failures.size(), " of ", tasks_.size(),
+                           " tasks did not become healthy (start-up timeout ",
+                           absl::FormatDuration(options_.startup_timeout),
+                           "): ", absl::StrJoin(failures, "; "),
+                           options_.log_dir.empty() ? " (task logs went to stderr)" : ""));
+  }
+
+  const ClusterSpec& cluster_spec() const override { return spec_; }
+
+  absl::StatusOr<pid_t> pid(std::string_view job, int index) const override {
+    PSFLOW_ASSIGN_OR_RETURN(const Task* task, find(job, index));
+    return task->pid;
+  }
+
+  std::vector<pid_t> pids() const override {
+    std::vector<pid_t> out;
+    for (const Task& task : tasks_) {
+      if (task.pid > 0) out.push_back(task.pid);
+    }
+    return out;
+  }
+
+  absl::Status signal_task(std::string_view job, int index, int signal) override {
+    PSFLOW_ASSIGN_OR_RETURN(const Task* task, find(job, index));
+    absl::Status status = spawner_->signal(task->pid, signal);
+    if (!status.ok()) {
+      return absl::Status(status.code(),
+                          absl::StrCat("cannot signal ", task->name, ": ", status.message()));
+    }
+    return absl::OkStatus();
+  }
+
+  void stop(absl::Duration grace) override {
+    {
+      absl::MutexLock lock(&mu_);
+      if (stop_state_ != StopState::kRunning) {
+        mu_.Await(absl::Condition(
+            +[](StopState* state) { return *state == StopState::kStopped; }, &stop_state_));
+        return;
+      }
+      stop_state_ = StopState::kStopping;
+    }
+    if (spawner_ != nullptr) {
+      terminate_all(SIGTERM, grace);
+      if (!terminate_all(SIGKILL, kKillTimeout)) {
+        PSFLOW_LOG(Error, "some local cluster tasks did not exit even after SIGKILL");
+      }
+      // Reaps whatever is left (blocking) and ends the spawner thread.
+      spawner_->shutdown();
+    }
+    absl::MutexLock lock(&mu_);
+    stop_state_ = StopState::kStopped;
+  }
+
+ private:
+  enum class StopState { kRunning, kStopping, kStopped };
+
+  absl::StatusOr<const Task*> find(std::string_view job, int index) const {
+    for (const Task& task : tasks_) {
+      if (task.job == job && task.index == index) return &task;
+    }
+    return absl::NotFoundError(absl::StrCat("no task ", task_name(job, index),
+                                            " in this local cluster (it has ", options_.num_ps,
+                                            " ps and ", options_.num_workers,
+                                            " worker tasks; the chief entry is the calling "
+                                            "process)"));
+  }
+
+  void on_exit(pid_t pid, int status) {
+    absl::MutexLock lock(&mu_);
+    exits_[pid] = status;
+  }
+
+  // Sends `signal` to every task still running and waits up to `timeout`
+  // for all of them to exit. True when none is left.
+  bool terminate_all(int signal, absl::Duration timeout) {
+    for (const Task& task : tasks_) {
+      if (task.pid <= 0) continue;
+      // Errors mean the task is already gone.
+      (void)spawner_->signal(task.pid, signal);
+      // A stopped task (fault tests SIGSTOP them) handles SIGTERM only once
+      // it runs again.
+      if (signal == SIGTERM) (void)spawner_->signal(task.pid, SIGCONT);
+    }
+    absl::MutexLock lock(&mu_);
+    auto all_exited = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      for (const Task& task : tasks_) {
+        if (task.pid > 0 && !exits_.contains(task.pid)) return false;
+      }
+      return true;
+    };
+    return mu_.AwaitWithTimeout(absl::Condition(&all_exited), timeout);
+  }
+
+  const LocalClusterOptions options_;
+  const std::string binary_;
+  const ClusterSpec spec_;
+  // Pids are filled by spawn_all() before the cluster is shared.
+  std::vector<Task> tasks_;
+  // Held for the cluster's lifetime (see PortReservation).
+  std::vector<PortReservation> reservations_;
+
+  mutable absl::Mutex mu_;
+  // waitpid() status of every task that has exited, by pid.
+  absl::flat_hash_map<pid_t, int> exits_ ABSL_GUARDED_BY(mu_);
+  // Health result of task i during start-up.
+  std::map<size_t, absl::Status> health_ ABSL_GUARDED_BY(mu_);
+  StopState stop_state_ ABSL_GUARDED_BY(mu_) = StopState::kRunning;
+
+  // Last: destroyed first, so its thread ends before the state on_exit uses.
+  std::unique_ptr<ProcessSpawner> spawner_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::start(LocalClusterOptions options) {
+  const absl::Time deadline = absl::Now() + options.startup_timeout;
+  PSFLOW_RETURN_IF_ERROR(validate(options));
+  std::string binary = options.binary_path;
+  if (binary.empty()) {
+    PSFLOW_ASSIGN_OR_RETURN(binary, self_executable_path());
+  }
+  if (::access(binary.c_str(), X_OK) != 0) {
+    return absl::NotFoundError(
+        absl::StrCat("cannot start a local cluster: '", binary,
+                     "' is not an executable psflow binary (LocalClusterOptions::binary_path)"));
+  }
+  if (!options.log_dir.empty()) {
+    std::error_code error;
+    std::filesystem::create_directories(options.log_dir, error);
+    if (error) {
+      return absl::PermissionDeniedError(absl::StrCat("cannot create the log directory '",
+                                                      options.log_dir, "': ", error.message()));
+    }
+  }
+
+  std::vector<Task> tasks;
+  std::vector<PortReservation> reservations;
+  std::map<std::string, std::vector<std::string>> jobs;
+  auto add_job = [&](std::string_view job, int count, bool is_task) -> absl::Status {
+    for (int i = 0; i < count; ++i) {
+      PSFLOW_ASSIGN_OR_RETURN(PortReservation reservation, PortReservation::reserve(options.host));
+      jobs[std::string(job)].push_back(reservation.address());
+      if (is_task) {
+        Task task;
+        task.job = std::string(job);
+        task.index = i;
+        task.name = task_name(job, i);
+        task.address = reservation.address();
+        if (!options.log_dir.empty()) {
+          task.log_path =
+              (std::filesystem::path(options.log_dir) / absl::StrCat(task.job, "-", i, ".log"))
+                  .string();
+        }
+        tasks.push_back(std::move(task));
+      }
+      reservations.push_back(std::move(reservation));
+    }
+    return absl::OkStatus();
+  };
+  PSFLOW_RETURN_IF_ERROR(add_job(kPsJob, options.num_ps, true));
+  PSFLOW_RETURN_IF_ERROR(add_job(kWorkerJob, options.num_workers, true));
+  // The chief's port is reserved too, so that the coordinator can serve on
+  // it later without racing other processes for it.
+  if (options.include_chief) PSFLOW_RETURN_IF_ERROR(add_job(kChiefJob, 1, false));
+
+  auto cluster = std::make_unique<LocalClusterImpl>(options, std::move(binary), ClusterSpec(jobs),
+                                                    std::move(tasks), std::move(reservations));
+  absl::Status status = cluster->spawn_all();
+  if (status.ok()) status = cluster->wait_until_healthy(deadline);
+  if (!status.ok()) {
+    cluster->stop(absl::Seconds(1));
+    return absl::Status(status.code(),
+                        absl::StrCat("local cluster did not start: ", status.message()));
+  }
+  return std::unique_ptr<LocalCluster>(std::move(cluster));
+}
+
+}  // namespace psflow

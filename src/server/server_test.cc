@@ -1,0 +1,199 @@
+#include "psflow/server.h"
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <future>
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "rpc/address.h"
+#include "rpc/channel.h"
+#include "server/task_status.h"
+
+namespace psflow {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr absl::Duration kCallTimeout = absl::Seconds(30);
+
+ClusterSpec one_ps_one_worker(const std::string& ps, const std::string& worker) {
+  return ClusterSpec(
+      std::map<std::string, std::vector<std::string>>{{"ps", {ps}}, {"worker", {worker}}});
+}
+
+// A loopback socket bound to a free port; listening and SO_REUSEPORT are
+// the caller's choice.
+class Socket {
+ public:
+  Socket(bool reuse_port, bool listen) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    const int one = 1;
+    if (reuse_port) ::setsockopt(fd_, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(addr);
+    if (::bind(fd_, reinterpret_cast<sockaddr*>(&addr), len) == 0 &&
+        ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) == 0 &&
+        (!listen || ::listen(fd_, 1) == 0)) {
+      port_ = ntohs(addr.sin_port);
+    }
+  }
+  ~Socket() { ::close(fd_); }
+  [[nodiscard]] int port() const { return port_; }
+  [[nodiscard]] std::string address() const { return absl::StrCat("127.0.0.1:", port_); }
+
+ private:
+  int fd_ = -1;
+  int port_ = 0;
+};
+
+TEST(ServerTest, RejectsJobsOtherThanPsAndWorker) {
+  const ClusterSpec spec(std::map<std::string, std::vector<std::string>>{{"chief", {"127.0.0.1:1"}},
+                                                                         {"ps", {"127.0.0.1:2"}}});
+  absl::StatusOr<std::unique_ptr<Server>> server = Server::create(spec, "chief", 0);
+  EXPECT_EQ(server.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(server.status().message()), HasSubstr("'ps' or 'worker'"));
+}
+
+TEST(ServerTest, RejectsATaskMissingFromTheSpec) {
+  absl::StatusOr<std::unique_ptr<Server>> server =
+      Server::create(one_ps_one_worker("127.0.0.1:1", "127.0.0.1:2"), "ps", 3);
+  EXPECT_EQ(server.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(server.status().message()), HasSubstr("/job:ps/replica:0/task:3"));
+}
+
+TEST(ServerTest, RejectsAnAddressWithoutANumericPort) {
+  for (const char* address : {"127.0.0.1", "127.0.0.1:grpc", "ps-0:99999"}) {
+    absl::StatusOr<std::unique_ptr<Server>> server =
+        Server::create(one_ps_one_worker(address, "127.0.0.1:2"), "ps", 0);
+    EXPECT_EQ(server.status().code(), absl::StatusCode::kInvalidArgument) << address;
+  }
+}
+
+// A started ps or worker answers health and GetStatus with its identity.
+void expect_serves_its_identity(const std::string& job) {
+  absl::StatusOr<std::unique_ptr<Server>> server =
+      Server::create(one_ps_one_worker("127.0.0.1:0", "127.0.0.1:0"), job, 0);
+  ASSERT_TRUE(server.ok()) << server.status();
+  ASSERT_TRUE((*server)->start().ok());
+  EXPECT_EQ((*server)->task_name(), absl::StrCat("/job:", job, "/replica:0/task:0"));
+  const std::string target = (*server)->target();
+  absl::StatusOr<HostPort> parsed = parse_host_port(target);
+  ASSERT_TRUE(parsed.ok()) << target;
+  EXPECT_EQ(parsed->host, "127.0.0.1");
+  EXPECT_NE(parsed->port, 0);
+
+  const absl::Time deadline = absl::Now() + kCallTimeout;
+  EXPECT_TRUE(wait_for_healthy(target, (*server)->task_name(), deadline).ok());
+  absl::StatusOr<v1::GetStatusResponse> status = get_status(target, job, 0, deadline);
+  ASSERT_TRUE(status.ok()) << status.status();
+  EXPECT_EQ(status->job_name(), job);
+  EXPECT_EQ(status->task_index(), 0);
+  EXPECT_EQ(status->pid(), ::getpid());
+  EXPECT_EQ(status->incarnation(), process_incarnation());
+  EXPECT_NE(status->incarnation(), 0u);
+  EXPECT_GT(status->uptime_seconds(), 0.0);
+  EXPECT_FALSE(status->version().empty());
+  // The other role's service is not served.
+  absl::StatusOr<v1::GetStatusResponse> other =
+      get_status(target, job == "ps" ? "worker" : "ps", 0, deadline);
+  EXPECT_EQ(other.status().code(), absl::StatusCode::kUnimplemented);
+  (*server)->stop();
+}
+
+TEST(ServerTest, PsServesHealthAndGetStatus) { expect_serves_its_identity("ps"); }
+TEST(ServerTest, WorkerServesHealthAndGetStatus) { expect_serves_its_identity("worker"); }
+
+TEST(ServerTest, PortInUseIsUnavailableNamingTheAddress) {
+  Socket taken(/*reuse_port=*/false, /*listen=*/true);
+  ASSERT_NE(taken.port(), 0);
+  absl::StatusOr<std::unique_ptr<Server>> server =
+      Server::create(one_ps_one_worker(taken.address(), "127.0.0.1:0"), "ps", 0);
+  ASSERT_TRUE(server.ok());
+  const absl::Status status = (*server)->start();
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable) << status;
+  EXPECT_THAT(std::string(status.message()), HasSubstr(taken.address()));
+  EXPECT_THAT(std::string(status.message()), HasSubstr("in use"));
+}
+
+TEST(ServerTest, SecondServerOnTheSamePortFailsInsteadOfSharingIt) {
+  absl::StatusOr<std::unique_ptr<Server>> first =
+      Server::create(one_ps_one_worker("127.0.0.1:0", "127.0.0.1:0"), "ps", 0);
+  ASSERT_TRUE(first.ok());
+  ASSERT_TRUE((*first)->start().ok());
+  absl::StatusOr<std::unique_ptr<Server>> second =
+      Server::create(one_ps_one_worker((*first)->target(), "127.0.0.1:0"), "ps", 0);
+  ASSERT_TRUE(second.ok());
+  EXPECT_EQ((*second)->start().code(), absl::StatusCode::kUnavailable);
+}
+
+TEST(ServerTest, ReusePortServesOnAReservedPort) {
+  Socket reservation(/*reuse_port=*/true, /*listen=*/false);
+  ASSERT_NE(reservation.port(), 0);
+  ServerOptions options;
+  options.reuse_port = true;
+  absl::StatusOr<std::unique_ptr<Server>> server =
+      Server::create(one_ps_one_worker("127.0.0.1:1", reservation.address()), "worker", 0, options);
+  ASSERT_TRUE(server.ok());
+  ASSERT_TRUE((*server)->start().ok());
+  EXPECT_EQ((*server)->target(), reservation.address());
+  EXPECT_TRUE(get_status(reservation.address(), "worker", 0, absl::Now() + kCallTimeout).ok());
+}
+
+TEST(ServerTest, StopIsIdempotentAndReleasesJoin) {
+  absl::StatusOr<std::unique_ptr<Server>> server =
+      Server::create(one_ps_one_worker("127.0.0.1:0", "127.0.0.1:0"), "worker", 0);
+  ASSERT_TRUE(server.ok());
+  ASSERT_TRUE((*server)->start().ok());
+  const std::string target = (*server)->target();
+  std::future<void> joined = std::async(std::launch::async, [&] { (*server)->join(); });
+  std::future<void> stopped = std::async(std::launch::async, [&] { (*server)->stop(); });
+  (*server)->stop();
+  EXPECT_EQ(stopped.wait_for(std::chrono::seconds(30)), std::future_status::ready);
+  EXPECT_EQ(joined.wait_for(std::chrono::seconds(30)), std::future_status::ready);
+  (*server)->stop();
+  // A stopped task fails fast.
+  const absl::Time start = absl::Now();
+  absl::StatusOr<v1::GetStatusResponse> status =
+      get_status(target, "worker", 0, start + kCallTimeout);
+  EXPECT_EQ(status.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+  EXPECT_EQ((*server)->start().code(), absl::StatusCode::kFailedPrecondition);
+}
+
+TEST(ServerTest, JoinReturnsWhenStoppedBeforeStart) {
+  absl::StatusOr<std::unique_ptr<Server>> server =
+      Server::create(one_ps_one_worker("127.0.0.1:0", "127.0.0.1:0"), "ps", 0);
+  ASSERT_TRUE(server.ok());
+  (*server)->stop();
+  (*server)->join();
+  EXPECT_EQ((*server)->start().code(), absl::StatusCode::kFailedPrecondition);
+}
+
+TEST(ServerTest, ExplicitBindAddressServesTheSpecsName) {
+  // The spec names a host that is no interface here (as a Kubernetes
+  // service name); the server listens where it is told and reports the
+  // spec's name with the chosen port.
+  ServerOptions options;
+  options.bind_address = "127.0.0.1:0";
+  absl::StatusOr<std::unique_ptr<Server>> server =
+      Server::create(one_ps_one_worker("ps-0.invalid:0", "127.0.0.1:0"), "ps", 0, options);
+  ASSERT_TRUE(server.ok());
+  ASSERT_TRUE((*server)->start().ok());
+  absl::StatusOr<HostPort> target = parse_host_port((*server)->target());
+  ASSERT_TRUE(target.ok());
+  EXPECT_EQ(target->host, "ps-0.invalid");
+  EXPECT_TRUE(
+      get_status(join_host_port("127.0.0.1", target->port), "ps", 0, absl::Now() + kCallTimeout)
+          .ok());
+}
+
+}  // namespace
+}  // namespace psflow

@@ -1,0 +1,196 @@
+// psflow::Server: the gRPC server of one ps or worker task.
+#include <grpcpp/health_check_service_interface.h>
+#include <grpcpp/security/server_credentials.h>
+#include <grpcpp/server.h>
+#include <grpcpp/server_builder.h>
+
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "base/logging.h"
+#include "base/status_macros.h"
+#include "base/strings.h"
+#include "psflow/server.h"
+#include "rpc/address.h"
+#include "rpc/channel.h"
+#include "server/bind_diagnosis.h"
+#include "server/executor_service.h"
+#include "server/task_status.h"
+#include "server/variable_service.h"
+
+namespace psflow {
+namespace {
+
+// Where to listen when ServerOptions::bind_address is empty: the task's own
+// address on loopback (so a local cluster is not exposed), else all
+// interfaces, because the spec's host may be a name (a Kubernetes service)
+// that does not resolve to a local interface.
+std::string default_bind_address(const HostPort& address) {
+  if (is_loopback_host(address.host)) return join_host_port(address.host, address.port);
+  return join_host_port("::", address.port);
+}
+
+void enable_health_service_once() {
+  static std::once_flag once;
+  std::call_once(once, [] { grpc::EnableDefaultHealthCheckService(true); });
+}
+
+// Thread-safety: stop() and join() may run concurrently with each other and
+// with the const accessors; start() is not concurrent with itself.
+class TaskServer final : public Server {
+ public:
+  TaskServer(std::string job, int index, HostPort address, std::string bind_address,
+             ServerOptions options)
+      : job_(std::move(job)),
+        index_(index),
+        name_(psflow::task_name(job_, index_)),
+        address_(std::move(address)),
+        bind_address_(std::move(bind_address)),
+        options_(std::move(options)),
+        status_(job_, index_) {
+    if (job_ == kPsJob) {
+      service_ = std::make_unique<VariableServiceImpl>(&status_);
+    } else {
+      service_ = std::make_unique<ExecutorServiceImpl>(&status_);
+    }
+  }
+
+  ~TaskServer() override { stop(); }
+
+  absl::Status start() override {
+    absl::MutexLock lock(&mu_);
+    if (state_ != State::kNew) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("server for ", name_, " was already started or stopped"));
+    }
+    enable_health_service_once();
+    grpc::ServerBuilder builder;
+    int selected_port = 0;
+    builder.AddListeningPort(bind_address_, grpc::InsecureServerCredentials(), &selected_port);
+    builder.RegisterService(service_.get());
+    builder.SetMaxReceiveMessageSize(options_.max_message_bytes);
+    builder.SetMaxSendMessageSize(options_.max_message_bytes);
+    builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, options_.reuse_port ? 1 : 0);
+    // Accept the clients' keepalive pings (see rpc/channel.h).
+    builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+    builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS,
+                               static_cast<int>(absl::ToInt64Milliseconds(kMinPingInterval)));
+    std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+    if (server == nullptr || selected_port == 0) {
+      if (server != nullptr) server->Shutdown();
+      std::string reason = diagnose_bind_failure(bind_address_, options_.reuse_port);
+      if (reason.empty()) reason = "see the gRPC error logged above";
+      return absl::UnavailableError(absl::StrCat(
+          name_, ": cannot listen on ", bind_address_, ": ", reason,
+          ". Is another process using the port? Pick a free port in the cluster spec."));
+    }
+    // Clients may ask for the task's service by name as well as for "".
+    if (grpc::HealthCheckServiceInterface* health = server->GetHealthCheckService()) {
+      health->SetServingStatus(
+          job_ == kPsJob ? "psflow.v1.VariableService" : "psflow.v1.ExecutorService", true);
+    }
+    target_ = join_host_port(address_.host, address_.port == 0 ? selected_port : address_.port);
+    server_ = std::move(server);
+    state_ = State::kRunning;
+    return absl::OkStatus();
+  }
+
+  void join() override {
+    absl::MutexLock lock(&mu_);
+    mu_.Await(absl::Condition(
+        +[](State* state) { return *state == State::kStopped; }, &state_));
+  }
+
+  void stop() override {
+    grpc::Server* server = nullptr;
+    {
+      absl::MutexLock lock(&mu_);
+      switch (state_) {
+        case State::kNew:
+          state_ = State::kStopped;
+          return;
+        case State::kStopping:
+          // Another thread is stopping it: return only once it is down.
+          mu_.Await(absl::Condition(
+              +[](State* state) { return *state == State::kStopped; }, &state_));
+          return;
+        case State::kStopped:
+          return;
+        case State::kRunning:
+          state_ = State::kStopping;
+          server = server_.get();
+          break;
+      }
+    }
+    // Outside the lock: Shutdown waits for running calls, which may call
+    // target() or task_name().
+    server->Shutdown(absl::ToChronoTime(absl::Now() + options_.shutdown_grace));
+    server->Wait();
+    absl::MutexLock lock(&mu_);
+    state_ = State::kStopped;
+  }
+
+  std::string task_name() const override { return name_; }
+
+  std::string target() const override {
+    absl::MutexLock lock(&mu_);
+    return target_;
+  }
+
+ private:
+  enum class State { kNew, kRunning, kStopping, kStopped };
+
+  const std::string job_;
+  const int index_;
+  const std::string name_;
+  const HostPort address_;
+  const std::string bind_address_;
+  const ServerOptions options_;
+  const TaskStatus status_;
+  std::unique_ptr<grpc::Service> service_;
+
+  mutable absl::Mutex mu_;
+  State state_ ABSL_GUARDED_BY(mu_) = State::kNew;
+  std::string target_ ABSL_GUARDED_BY(mu_);
+  // Set by start(); kept until destruction so that stop() can run on it
+  // without holding mu_.
+  std::unique_ptr<grpc::Server> server_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Server>> Server::create(const ClusterSpec& spec,
+                                                       std::string job_name, int task_index,
+                                                       ServerOptions options) {
+  if (job_name != kPsJob && job_name != kWorkerJob) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "a psflow server runs a 'ps' or 'worker' task, not job '", job_name,
+        "'. The chief is the coordinator (psflow train); set the task type to ps or worker"));
+  }
+  absl::StatusOr<std::string> address = spec.task_address(job_name, task_index);
+  if (!address.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot serve ", psflow::task_name(job_name, task_index), ": ",
+                     address.status().message(), ". The cluster spec is ", spec.to_json()));
+  }
+  PSFLOW_ASSIGN_OR_RETURN(HostPort host_port, parse_host_port(*address));
+  if (options.max_message_bytes <= 0) {
+    return absl::InvalidArgumentError("ServerOptions::max_message_bytes must be positive");
+  }
+  std::string bind =
+      options.bind_address.empty() ? default_bind_address(host_port) : options.bind_address;
+  // An explicit bind address may use another port than the spec (a port
+  // forwarded by a container runtime), so only its form is checked.
+  if (!options.bind_address.empty()) {
+    PSFLOW_RETURN_IF_ERROR(parse_host_port(bind).status());
+  }
+  return std::unique_ptr<Server>(new TaskServer(
+      std::move(job_name), task_index, std::move(host_port), std::move(bind), std::move(options)));
+}
+
+}  // namespace psflow

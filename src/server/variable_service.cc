@@ -1,0 +1,14 @@
+#include "server/variable_service.h"
+
+namespace psflow {
+
+grpc::ServerUnaryReactor* VariableServiceImpl::GetStatus(grpc::CallbackServerContext* context,
+                                                         const v1::GetStatusRequest* request,
+                                                         v1::GetStatusResponse* response) {
+  status_->fill(*response);
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+}  // namespace psflow

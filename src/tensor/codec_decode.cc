@@ -1,0 +1,331 @@
+// Decoding half of the wire codec (see codec.h).
+#include <algorithm>
+#include <bit>
+#include <climits>
+#include <cstring>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+#include "tensor/codec.h"
+#include "tensor/codec_internal.h"
+#include "tensor/format.h"
+#include "tensor/tensor_internal.h"
+#include "tensor/wire.h"
+
+static_assert(std::endian::native == std::endian::little,
+              "the psflow codec assumes a little-endian host");
+
+namespace psflow {
+namespace {
+
+using internal::DecodePath;
+using internal::Segments;
+using internal::WireField;
+using internal::WireReader;
+using internal::WireType;
+using namespace internal::fields;  // NOLINT: the proto's field numbers
+
+absl::Status check_message_size(size_t size, const CodecLimits& limits) {
+  if (size > limits.max_message_bytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("message is ", size, " bytes, more than max_message_bytes ",
+                     limits.max_message_bytes));
+  }
+  if (size > static_cast<size_t>(INT_MAX)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "message is ", size, " bytes, more than protobuf's limit of ", INT_MAX));
+  }
+  return absl::OkStatus();
+}
+
+// Reads every field of a message that has no known fields (NoneValue), so
+// that malformed bytes inside are rejected as the generated parser would.
+absl::Status check_empty_message(const Segments& segments) {
+  for (const std::string_view segment : segments) {
+    WireReader reader(segment, "NoneValue");
+    WireField field;
+    while (!reader.at_end()) PSFLOW_RETURN_IF_ERROR(reader.next(&field));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Tensor> decode_tensor_segments(const Segments& segments,
+                                              const CodecLimits& limits) {
+  internal::TensorFields fields;
+  std::string_view content;
+  const auto max_rank = static_cast<size_t>(std::max(limits.max_rank, 0));
+  auto add_dim = [&](uint64_t d) -> absl::Status {
+    if (fields.shape.size() >= max_rank) return internal::rank_error(limits);
+    fields.shape.push_back(static_cast<int64_t>(d));
+    return absl::OkStatus();
+  };
+  for (const std::string_view segment : segments) {
+    WireReader reader(segment, "TensorProto");
+    WireField field;
+    while (!reader.at_end()) {
+      PSFLOW_RETURN_IF_ERROR(reader.next(&field));
+      switch (field.number) {
+        case kTensorDtype:
+          if (field.wire_type != WireType::kVarint) {
+            return reader.wrong_type(field, "dtype", WireType::kVarint);
+          }
+          // Enums are int32 on the wire; longer varints are truncated.
+          fields.dtype = static_cast<int32_t>(static_cast<uint32_t>(field.varint));
+          break;
+        case kTensorShape:
+          if (field.wire_type == WireType::kVarint) {
+            PSFLOW_RETURN_IF_ERROR(add_dim(field.varint));
+          } else if (field.wire_type == WireType::kLengthDelimited) {
+            PSFLOW_RETURN_IF_ERROR(internal::read_packed_varints(
+                field.bytes, "TensorProto.shape", add_dim));
+          } else {
+            return reader.wrong_type(field, "shape", WireType::kLengthDelimited);
+          }
+          break;
+        case kTensorContent:
+          if (field.wire_type != WireType::kLengthDelimited) {
+            return reader.wrong_type(field, "content", WireType::kLengthDelimited);
+          }
+          content = field.bytes;
+          break;
+        case kTensorStringVal:
+          if (field.wire_type != WireType::kLengthDelimited) {
+            return reader.wrong_type(field, "string_val",
+                                     WireType::kLengthDelimited);
+          }
+          ++fields.string_count;
+          break;
+        default:
+          break;  // Unknown field, already skipped.
+      }
+    }
+  }
+  fields.content_bytes = content.size();
+  PSFLOW_ASSIGN_OR_RETURN(const int64_t n,
+                          internal::validate_tensor_fields(fields, limits));
+  const auto dtype = static_cast<DType>(fields.dtype);
+  if (dtype == DType::kString) {
+    std::vector<std::string> strings;
+    strings.reserve(static_cast<size_t>(n));
+    for (const std::string_view segment : segments) {
+      WireReader reader(segment, "TensorProto");
+      WireField field;
+      while (!reader.at_end()) {
+        PSFLOW_RETURN_IF_ERROR(reader.next(&field));
+        if (field.number == kTensorStringVal) strings.emplace_back(field.bytes);
+      }
+    }
+    return Tensor::from_strings(std::move(strings), {n}).reshape(
+        std::move(fields.shape));
+  }
+  if (dtype == DType::kBool) {
+    PSFLOW_RETURN_IF_ERROR(internal::validate_bool_content(content));
+  }
+  std::shared_ptr<TensorBuffer> buffer =
+      internal::allocate_buffer(content.size(), /*zero_fill=*/false);
+  // The one copy of the payload.
+  if (!content.empty()) std::memcpy(buffer->data(), content.data(), content.size());
+  return Tensor::from_buffer(dtype, std::move(fields.shape), std::move(buffer));
+}
+
+// Decodes StructureProtos depth-first, remembering where it is. On error the
+// path is left pointing at the failing node, for the message.
+// Thread-safety: not thread-safe; one per decode call.
+class StructureDecoder {
+ public:
+  explicit StructureDecoder(const CodecLimits& limits) : limits_(limits) {}
+
+  absl::StatusOr<Structure> decode_root(std::string_view bytes) {
+    absl::StatusOr<Structure> result = decode(Segments{bytes}, 0);
+    if (!result.ok()) return path_.annotate(result.status());
+    return result;
+  }
+
+ private:
+  // `level` is how many containers enclose this node.
+  absl::StatusOr<Structure> decode(const Segments& segments, int level) {
+    uint32_t kind = 0;
+    Segments message;  // Pieces of the oneof's message member, if any.
+    uint64_t scalar = 0;
+    std::string_view bytes;
+    for (const std::string_view segment : segments) {
+      WireReader reader(segment, "StructureProto");
+      WireField field;
+      while (!reader.at_end()) {
+        PSFLOW_RETURN_IF_ERROR(reader.next(&field));
+        WireType expected = WireType::kLengthDelimited;
+        std::string_view name = "kind";
+        switch (field.number) {
+          case kStructNone:
+          case kStructTensor:
+          case kStructTuple:
+          case kStructList:
+          case kStructDict:
+          case kStructString:
+            break;
+          case kStructInt:
+          case kStructBool:
+            expected = WireType::kVarint;
+            break;
+          case kStructFloat:
+            expected = WireType::kFixed64;
+            name = "float_value";
+            break;
+          default:
+            continue;  // Unknown field, already skipped.
+        }
+        if (field.wire_type != expected) {
+          return reader.wrong_type(field, name, expected);
+        }
+        if (kind != field.number && !message.empty()) {
+          // Setting another oneof member discards this one, but protobuf
+          // parses it first; reject what it would reject.
+          PSFLOW_RETURN_IF_ERROR(member(kind, message, 0, {}, level).status());
+          message.clear();
+        }
+        kind = field.number;
+        if (expected == WireType::kLengthDelimited && kind != kStructString) {
+          message.push_back(field.bytes);  // A repeat merges.
+        } else {
+          scalar = field.varint;
+          bytes = field.bytes;
+        }
+      }
+    }
+    return member(kind, message, scalar, bytes, level);
+  }
+
+  // The value of oneof member `kind`, from its message pieces or scalar.
+  absl::StatusOr<Structure> member(uint32_t kind, const Segments& message,
+                                   uint64_t scalar, std::string_view bytes,
+                                   int level) {
+    switch (kind) {
+      case kStructNone:
+        PSFLOW_RETURN_IF_ERROR(check_empty_message(message));
+        return Structure::none();
+      case kStructTensor: {
+        PSFLOW_ASSIGN_OR_RETURN(Tensor t, decode_tensor_segments(message, limits_));
+        return Structure(std::move(t));
+      }
+      case kStructInt:
+        return Structure(static_cast<int64_t>(scalar));
+      case kStructFloat:
+        return Structure(std::bit_cast<double>(scalar));
+      case kStructBool:
+        return Structure(scalar != 0);
+      case kStructString:
+        return Structure(std::string(bytes));
+      case kStructTuple:
+      case kStructList: {
+        if (level >= limits_.max_depth) return internal::depth_error(limits_);
+        PSFLOW_ASSIGN_OR_RETURN(Structure::Items items, decode_items(message, level));
+        return kind == kStructTuple ? Structure::tuple(std::move(items))
+                                    : Structure::list(std::move(items));
+      }
+      case kStructDict:
+        if (level >= limits_.max_depth) return internal::depth_error(limits_);
+        return decode_dict(message, level);
+      default:
+        return absl::InvalidArgumentError(
+            "StructureProto has no kind set (an empty message, or a kind "
+            "newer than this decoder)");
+    }
+  }
+
+  absl::StatusOr<Structure::Items> decode_items(const Segments& segments,
+                                                int level) {
+    Segments views;
+    for (const std::string_view segment : segments) {
+      WireReader reader(segment, "StructureList");
+      WireField field;
+      while (!reader.at_end()) {
+        PSFLOW_RETURN_IF_ERROR(reader.next(&field));
+        if (field.number != kListItems) continue;
+        if (field.wire_type != WireType::kLengthDelimited) {
+          return reader.wrong_type(field, "items", WireType::kLengthDelimited);
+        }
+        views.push_back(field.bytes);
+      }
+    }
+    Structure::Items items;
+    items.reserve(views.size());
+    for (size_t i = 0; i < views.size(); ++i) {
+      path_.push_index(i);
+      PSFLOW_ASSIGN_OR_RETURN(Structure item, decode(Segments{views[i]}, level + 1));
+      items.push_back(std::move(item));
+      path_.pop();
+    }
+    return items;
+  }
+
+  absl::StatusOr<Structure> decode_dict(const Segments& segments, int level) {
+    Segments views;
+    for (const std::string_view segment : segments) {
+      WireReader reader(segment, "StructureDict");
+      WireField field;
+      while (!reader.at_end()) {
+        PSFLOW_RETURN_IF_ERROR(reader.next(&field));
+        if (field.number != kDictFields) continue;
+        if (field.wire_type != WireType::kLengthDelimited) {
+          return reader.wrong_type(field, "fields", WireType::kLengthDelimited);
+        }
+        views.push_back(field.bytes);
+      }
+    }
+    Structure::Fields fields;
+    for (const std::string_view view : views) {
+      std::string_view key;
+      Segments value;
+      WireReader reader(view, "StructureField");
+      WireField field;
+      while (!reader.at_end()) {
+        PSFLOW_RETURN_IF_ERROR(reader.next(&field));
+        if (field.number == kFieldKey) {
+          if (field.wire_type != WireType::kLengthDelimited) {
+            return reader.wrong_type(field, "key", WireType::kLengthDelimited);
+          }
+          // The generated parsers check every occurrence, not just the last.
+          PSFLOW_RETURN_IF_ERROR(internal::validate_key(field.bytes));
+          key = field.bytes;
+        } else if (field.number == kFieldValue) {
+          if (field.wire_type != WireType::kLengthDelimited) {
+            return reader.wrong_type(field, "value", WireType::kLengthDelimited);
+          }
+          value.push_back(field.bytes);
+        }
+      }
+      if (fields.find(key) != fields.end()) {
+        std::string shown;
+        internal::append_python_string(&shown, key);
+        return absl::InvalidArgumentError(absl::StrCat("duplicate dict key ", shown));
+      }
+      path_.push_key(key);
+      PSFLOW_ASSIGN_OR_RETURN(Structure item, decode(value, level + 1));
+      fields.emplace(std::string(key), std::move(item));
+      path_.pop();
+    }
+    return Structure::dict(std::move(fields));
+  }
+
+  const CodecLimits& limits_;
+  DecodePath path_;
+};
+
+}  // namespace
+
+absl::StatusOr<Tensor> decode_tensor(std::string_view bytes,
+                                     const CodecLimits& limits) {
+  PSFLOW_RETURN_IF_ERROR(check_message_size(bytes.size(), limits));
+  return decode_tensor_segments(Segments{bytes}, limits);
+}
+
+absl::StatusOr<Structure> decode_structure(std::string_view bytes,
+                                           const CodecLimits& limits) {
+  PSFLOW_RETURN_IF_ERROR(check_message_size(bytes.size(), limits));
+  return StructureDecoder(limits).decode_root(bytes);
+}
+
+}  // namespace psflow

@@ -1,0 +1,80 @@
+// Validation shared by the byte decoder and the proto converters (internal).
+#ifndef PSFLOW_TENSOR_CODEC_INTERNAL_H_
+#define PSFLOW_TENSOR_CODEC_INTERNAL_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "psflow/tensor.h"
+#include "tensor/codec.h"
+
+namespace psflow::internal {
+
+// Field numbers of proto/psflow/v1/tensor.proto.
+namespace fields {
+inline constexpr uint32_t kTensorDtype = 1;
+inline constexpr uint32_t kTensorShape = 2;
+inline constexpr uint32_t kTensorContent = 3;
+inline constexpr uint32_t kTensorStringVal = 4;
+inline constexpr uint32_t kStructNone = 1;
+inline constexpr uint32_t kStructTensor = 2;
+inline constexpr uint32_t kStructInt = 3;
+inline constexpr uint32_t kStructFloat = 4;
+inline constexpr uint32_t kStructBool = 5;
+inline constexpr uint32_t kStructString = 6;
+inline constexpr uint32_t kStructTuple = 7;
+inline constexpr uint32_t kStructList = 8;
+inline constexpr uint32_t kStructDict = 9;
+inline constexpr uint32_t kListItems = 1;
+inline constexpr uint32_t kDictFields = 1;
+inline constexpr uint32_t kFieldKey = 1;
+inline constexpr uint32_t kFieldValue = 2;
+}  // namespace fields
+
+// A message may arrive as several length-delimited pieces that protobuf
+// merges (a repeated occurrence of a singular message field); decoding
+// reads them in order as one message.
+using Segments = std::vector<std::string_view>;
+
+// The fields of a TensorProto that decide whether it is a valid tensor.
+struct TensorFields {
+  int32_t dtype = 0;
+  Shape shape;
+  size_t content_bytes = 0;
+  int64_t string_count = 0;
+};
+
+// Checks dtype, rank, shape, and that content / string_val match the shape;
+// returns the element count. Runs before anything is allocated.
+[[nodiscard]] absl::StatusOr<int64_t> validate_tensor_fields(
+    const TensorFields& fields, const CodecLimits& limits);
+[[nodiscard]] absl::Status rank_error(const CodecLimits& limits);
+// Every byte of a bool tensor's content must be 0 or 1 (other values would
+// be undefined behaviour when read as bool).
+[[nodiscard]] absl::Status validate_bool_content(std::string_view content);
+// Dict keys are proto3 `string` fields, which must be UTF-8.
+[[nodiscard]] absl::Status validate_key(std::string_view key);
+[[nodiscard]] absl::Status depth_error(const CodecLimits& limits);
+
+// Where in a structure decoding is, so that errors can say "at [1]['v']".
+// Thread-safety: not thread-safe; one per decode call.
+class DecodePath {
+ public:
+  void push_index(size_t i);
+  void push_key(std::string_view key);
+  void pop();
+  // `status` with the current path in front of its message.
+  [[nodiscard]] absl::Status annotate(const absl::Status& status) const;
+
+ private:
+  std::string path_;
+  std::vector<size_t> marks_;
+};
+
+}  // namespace psflow::internal
+
+#endif  // PSFLOW_TENSOR_CODEC_INTERNAL_H_

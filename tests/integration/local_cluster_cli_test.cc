@@ -1,0 +1,151 @@
+// `psflow local-cluster` as a real process: its tasks must never outlive it.
+#include <poll.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "gtest/gtest.h"
+#include "rpc/channel.h"
+#include "test_process.h"
+
+namespace psflow {
+namespace {
+
+using ::psflow::testing::TestProcess;
+
+struct TaskLine {
+  std::string job;
+  int index = -1;
+  std::string address;
+  pid_t pid = -1;
+};
+
+// Parses "<job> <index> <address> pid=<pid>".
+bool parse_task_line(const std::string& line, TaskLine& task) {
+  std::vector<std::string> parts = absl::StrSplit(line, ' ');
+  if (parts.size() != 4 || parts[3].rfind("pid=", 0) != 0) return false;
+  task.job = parts[0];
+  task.address = parts[2];
+  int pid = 0;
+  if (!absl::SimpleAtoi(parts[1], &task.index) || !absl::SimpleAtoi(parts[3].substr(4), &pid)) {
+    return false;
+  }
+  task.pid = pid;
+  return pid > 0;
+}
+
+// Starts `psflow local-cluster` and reads its task lines up to "ready".
+std::vector<TaskLine> start_launcher(TestProcess& launcher, size_t expected_tasks) {
+  std::vector<TaskLine> tasks;
+  const absl::Time deadline = absl::Now() + absl::Seconds(60);
+  // Bounded: the task lines, "ready", and a little slack.
+  for (size_t i = 0; i < expected_tasks + 4; ++i) {
+    std::optional<std::string> line = launcher.read_line(deadline);
+    if (!line.has_value()) {
+      ADD_FAILURE() << "launcher gave no 'ready' line; stderr:\n"
+                    << launcher.read_stderr(absl::Now() + absl::Seconds(1));
+      return tasks;
+    }
+    if (*line == "ready") return tasks;
+    TaskLine task;
+    if (!parse_task_line(*line, task)) {
+      ADD_FAILURE() << "unexpected launcher line: '" << *line << "'";
+      continue;
+    }
+    tasks.push_back(task);
+  }
+  ADD_FAILURE() << "no 'ready' after " << expected_tasks + 4 << " lines";
+  return tasks;
+}
+
+// Pidfds opened before the launcher dies, so a reused pid cannot fool us.
+std::vector<int> open_pidfds(const std::vector<TaskLine>& tasks) {
+  std::vector<int> fds;
+  for (const TaskLine& task : tasks) {
+    const int fd = ::psflow::testing::pidfd_open(task.pid);
+    EXPECT_GE(fd, 0) << task.job << " " << task.index << " pid " << task.pid << " is not running";
+    fds.push_back(fd);
+  }
+  return fds;
+}
+
+// Waits until every pidfd reports its process exited, up to `deadline`;
+// returns the indices still running.
+std::vector<size_t> still_running(const std::vector<int>& fds, absl::Time deadline) {
+  std::vector<size_t> running;
+  for (size_t i = 0; i < fds.size(); ++i) {
+    if (fds[i] < 0) continue;
+    if (!::psflow::testing::wait_readable(fds[i], deadline)) running.push_back(i);
+  }
+  return running;
+}
+
+void close_all(const std::vector<int>& fds) {
+  for (int fd : fds) {
+    if (fd >= 0) ::close(fd);
+  }
+}
+
+TestProcess launch_local_cluster() {
+  return TestProcess({PSFLOW_BINARY_PATH, "local-cluster", "--num-ps", "2", "--num-workers", "3"},
+                     ::psflow::testing::test_environment());
+}
+
+TEST(LocalClusterCliTest, TasksDieWhenLauncherIsKilledWithSigkill) {
+  TestProcess launcher = launch_local_cluster();
+  ASSERT_GT(launcher.pid(), 0);
+  std::vector<TaskLine> tasks = start_launcher(launcher, 5);
+  ASSERT_EQ(tasks.size(), 5u);
+  int ps = 0;
+  int workers = 0;
+  for (const TaskLine& task : tasks) {
+    // Each line names a live task that answers as itself.
+    absl::StatusOr<v1::GetStatusResponse> status =
+        get_status(task.address, task.job, task.index, absl::Now() + absl::Seconds(10));
+    ASSERT_TRUE(status.ok()) << status.status();
+    EXPECT_EQ(status->job_name(), task.job);
+    EXPECT_EQ(status->task_index(), task.index);
+    EXPECT_EQ(status->pid(), task.pid);
+    (task.job == "ps" ? ps : workers)++;
+  }
+  EXPECT_EQ(ps, 2);
+  EXPECT_EQ(workers, 3);
+  const std::vector<int> fds = open_pidfds(tasks);
+
+  ASSERT_TRUE(launcher.signal(SIGKILL));
+  std::optional<int> launcher_status = launcher.wait(absl::Now() + absl::Seconds(10));
+  ASSERT_TRUE(launcher_status.has_value());
+  EXPECT_TRUE(WIFSIGNALED(*launcher_status) && WTERMSIG(*launcher_status) == SIGKILL);
+
+  const std::vector<size_t> running = still_running(fds, absl::Now() + absl::Seconds(10));
+  for (size_t i : running) {
+    ADD_FAILURE() << tasks[i].job << " " << tasks[i].index << " (pid " << tasks[i].pid
+                  << ") outlived its SIGKILLed launcher";
+    ::kill(tasks[i].pid, SIGKILL);  // Do not leak it past the test.
+  }
+  close_all(fds);
+}
+
+TEST(LocalClusterCliTest, SigtermStopsTasksAndExitsZero) {
+  TestProcess launcher = launch_local_cluster();
+  ASSERT_GT(launcher.pid(), 0);
+  std::vector<TaskLine> tasks = start_launcher(launcher, 5);
+  ASSERT_EQ(tasks.size(), 5u);
+  const std::vector<int> fds = open_pidfds(tasks);
+
+  ASSERT_TRUE(launcher.signal(SIGTERM));
+  EXPECT_EQ(launcher.wait_exit_code(absl::Now() + absl::Seconds(30)), 0);
+  // The launcher reaps its tasks before exiting, so they are gone already.
+  const std::vector<size_t> running = still_running(fds, absl::Now());
+  EXPECT_TRUE(running.empty()) << running.size() << " tasks still running";
+  for (size_t i : running) ::kill(tasks[i].pid, SIGKILL);
+  close_all(fds);
+}
+
+}  // namespace
+}  // namespace psflow
