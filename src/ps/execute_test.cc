@@ -1,0 +1,140 @@
+#include "ps/execute.h"
+
+#include "gtest/gtest.h"
+#include "tensor/codec.h"
+
+namespace psflow {
+namespace {
+
+using Op = v1::VariableOp;
+
+void add_op(v1::ExecuteRequest& req, Op::Kind kind, const std::string& name,
+            const Tensor* value = nullptr, const Tensor* ids = nullptr) {
+  Op* op = req.add_ops();
+  op->set_kind(kind);
+  op->set_variable(name);
+  if (value != nullptr) tensor_to_proto(*value, op->mutable_value());
+  if (ids != nullptr) tensor_to_proto(*ids, op->mutable_ids());
+}
+
+Tensor result(v1::ExecuteResponse& resp, int i) {
+  auto t = tensor_from_proto(resp.mutable_results(i));
+  EXPECT_TRUE(t.ok()) << t.status();
+  return t.ok() ? *t : Tensor();
+}
+
+class ExecuteTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(store_.create("w", Tensor::from_vector<float>({1, 2, 3, 4, 5, 6}, {3, 2})).ok());
+    ASSERT_TRUE(store_.create("b", Tensor::from_vector<float>({0.5f, -0.5f}, {2})).ok());
+  }
+  VariableStore store_;
+};
+
+TEST_F(ExecuteTest, BatchOfReadsUpdatesAndGathersRunsInOrder) {
+  v1::ExecuteRequest req;
+  const Tensor delta = Tensor::from_vector<float>({1, 1}, {2});
+  const Tensor ids = Tensor::from_vector<int64_t>({2, 0}, {2});
+  add_op(req, Op::READ, "b");
+  add_op(req, Op::ASSIGN_ADD, "b", &delta);
+  add_op(req, Op::READ, "b");
+  add_op(req, Op::GATHER, "w", nullptr, &ids);
+  v1::ExecuteResponse resp;
+  ASSERT_TRUE(execute_variable_ops(store_, req, &resp).ok());
+  ASSERT_EQ(resp.results_size(), 3);
+  EXPECT_EQ(result(resp, 0), Tensor::from_vector<float>({0.5f, -0.5f}, {2}));
+  EXPECT_EQ(result(resp, 1), Tensor::from_vector<float>({1.5f, 0.5f}, {2}));
+  EXPECT_EQ(result(resp, 2), Tensor::from_vector<float>({5, 6, 1, 2}, {2, 2}));
+}
+
+TEST_F(ExecuteTest, ApplyGradientsWithRequestOptimizer) {
+  v1::ExecuteRequest req;
+  OptimizerConfig sgd;
+  optimizer_to_proto(sgd, req.add_optimizers());
+  const Tensor grad = Tensor::from_vector<float>({1, 1}, {2});
+  add_op(req, Op::APPLY_DENSE, "b", &grad);
+  req.mutable_ops(0)->set_learning_rate(0.5);
+  const Tensor ids = Tensor::from_vector<int32_t>({1, 1}, {2});
+  const Tensor rows = Tensor::from_vector<float>({1, 2, 3, 4}, {2, 2});
+  add_op(req, Op::APPLY_SPARSE, "w", &rows, &ids);
+  req.mutable_ops(1)->set_learning_rate(1.0);
+  v1::ExecuteResponse resp;
+  ASSERT_TRUE(execute_variable_ops(store_, req, &resp).ok());
+  EXPECT_EQ((*store_.find("b"))->read(), Tensor::from_vector<float>({0, -1}, {2}));
+  EXPECT_EQ((*store_.find("w"))->read(),
+            Tensor::from_vector<float>({1, 2, -1, -2, 5, 6}, {3, 2}));
+}
+
+TEST_F(ExecuteTest, ABadOpRejectsTheWholeBatchBeforeAnyChange) {
+  const Tensor delta = Tensor::from_vector<float>({1, 1}, {2});
+  const Tensor bad_ids = Tensor::from_vector<int64_t>({7}, {1});
+  const Tensor row = Tensor::from_vector<float>({9, 9}, {1, 2});
+  struct Case {
+    std::string label;
+    std::function<void(v1::ExecuteRequest&)> add_bad;
+    absl::StatusCode code;
+  };
+  const std::vector<Case> cases = {
+      {"unknown variable", [&](auto& r) { add_op(r, Op::ASSIGN_ADD, "nope", &delta); },
+       absl::StatusCode::kNotFound},
+      {"out of range id", [&](auto& r) { add_op(r, Op::SCATTER_ADD, "w", &row, &bad_ids); },
+       absl::StatusCode::kInvalidArgument},
+      {"wrong shape", [&](auto& r) { add_op(r, Op::ASSIGN, "w", &delta); },
+       absl::StatusCode::kInvalidArgument},
+      {"missing optimizer",
+       [&](auto& r) {
+         add_op(r, Op::APPLY_DENSE, "b", &delta);
+         r.mutable_ops(r.ops_size() - 1)->set_optimizer(3);
+       },
+       absl::StatusCode::kInvalidArgument},
+      {"garbage tensor",
+       [&](auto& r) {
+         add_op(r, Op::ASSIGN, "b", &delta);
+         r.mutable_ops(r.ops_size() - 1)->mutable_value()->set_content("xyz");
+       },
+       absl::StatusCode::kInvalidArgument},
+      {"unknown kind",
+       [&](auto& r) {
+         add_op(r, Op::READ, "b");
+         r.mutable_ops(r.ops_size() - 1)->set_kind(static_cast<Op::Kind>(99));
+       },
+       absl::StatusCode::kInvalidArgument},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.label);
+    v1::ExecuteRequest req;
+    add_op(req, Op::ASSIGN_ADD, "b", &delta);  // a good op first
+    c.add_bad(req);
+    v1::ExecuteResponse resp;
+    absl::Status s = execute_variable_ops(store_, req, &resp);
+    EXPECT_EQ(s.code(), c.code) << s;
+    EXPECT_NE(s.message().find("op 1"), absl::string_view::npos) << s;
+    EXPECT_EQ((*store_.find("b"))->read(), Tensor::from_vector<float>({0.5f, -0.5f}, {2}));
+    EXPECT_EQ((*store_.find("w"))->read(),
+              Tensor::from_vector<float>({1, 2, 3, 4, 5, 6}, {3, 2}));
+  }
+}
+
+TEST_F(ExecuteTest, CreateIfAbsentKeepsValueAndCreateReplaces) {
+  v1::ExecuteRequest req;
+  const Tensor fresh = Tensor::from_vector<float>({7, 7}, {2});
+  add_op(req, Op::CREATE_IF_ABSENT, "b", &fresh);
+  v1::ExecuteResponse resp;
+  ASSERT_TRUE(execute_variable_ops(store_, req, &resp).ok());
+  EXPECT_EQ((*store_.find("b"))->read(), Tensor::from_vector<float>({0.5f, -0.5f}, {2}));
+
+  v1::ExecuteRequest replace;
+  add_op(replace, Op::CREATE, "b", &fresh);
+  ASSERT_TRUE(execute_variable_ops(store_, replace, &resp).ok());
+  EXPECT_EQ((*store_.find("b"))->read(), fresh);
+
+  v1::ExecuteRequest mismatch;
+  const Tensor other = Tensor::from_vector<float>({1, 2, 3}, {3});
+  add_op(mismatch, Op::CREATE_IF_ABSENT, "b", &other);
+  EXPECT_EQ(execute_variable_ops(store_, mismatch, &resp).code(),
+            absl::StatusCode::kAlreadyExists);
+}
+
+}  // namespace
+}  // namespace psflow

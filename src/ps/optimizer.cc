@@ -1,0 +1,338 @@
+#include "ps/optimizer.h"
+
+#include <cmath>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+#include "base/strings.h"
+#include "ps/row_ids.h"
+
+namespace psflow {
+namespace {
+
+using Kind = OptimizerConfig::Kind;
+
+// Per-apply constants, computed once so that per-row work is pure arithmetic.
+struct Coefficients {
+  double lr = 0;
+  double adam_lr = 0;  // bias-corrected Adam step size
+};
+
+// The slot names of each optimizer, in a fixed order: slot 0 and slot 1.
+std::vector<std::string_view> slot_names(Kind kind) {
+  switch (kind) {
+    case Kind::kSgd: return {};
+    case Kind::kMomentum: return {"momentum"};
+    case Kind::kAdagrad: return {"accumulator"};
+    case Kind::kAdam: return {"m", "v"};
+    case Kind::kFtrl: return {"accumulator", "linear"};
+  }
+  return {};
+}
+
+double slot_initial_value(const OptimizerConfig& c, std::string_view slot) {
+  return slot == "accumulator" ? c.initial_accumulator_value : 0.0;
+}
+
+// Updates n contiguous elements of a variable and its slots. Dense applies
+// call it once over the whole tensor, sparse applies once per touched row.
+template <typename T>
+void update_span(const OptimizerConfig& c, const Coefficients& k, T* w, T* s0,
+                 T* s1, const T* g, int64_t n) {
+  using Arr = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
+  using ConstArr = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
+  Arr W(w, n);
+  ConstArr G(g, n);
+  const T lr = static_cast<T>(k.lr);
+  switch (c.kind) {
+    case Kind::kSgd:
+      W -= lr * G;
+      break;
+    case Kind::kMomentum: {
+      // TF ApplyMomentum: accum = momentum * accum + g.
+      Arr M(s0, n);
+      const T mom = static_cast<T>(c.momentum);
+      M = mom * M + G;
+      if (c.nesterov) {
+        W -= lr * G + lr * mom * M;
+      } else {
+        W -= lr * M;
+      }
+      break;
+    }
+    case Kind::kAdagrad: {
+      Arr A(s0, n);
+      A += G.square();
+      W -= lr * G / (A.sqrt() + static_cast<T>(c.epsilon));
+      break;
+    }
+    case Kind::kAdam: {
+      Arr M(s0, n);
+      Arr V(s1, n);
+      M += (T(1) - static_cast<T>(c.beta_1)) * (G - M);
+      V += (T(1) - static_cast<T>(c.beta_2)) * (G.square() - V);
+      W -= static_cast<T>(k.adam_lr) * M / (V.sqrt() + static_cast<T>(c.epsilon));
+      break;
+    }
+    case Kind::kFtrl: {
+      // TF ApplyFtrlV2 (no l2 shrinkage) plus Keras's `beta`.
+      Arr A(s0, n);
+      Arr L(s1, n);
+      const T l1 = static_cast<T>(c.l1_regularization_strength);
+      const T l2 = static_cast<T>(c.l2_regularization_strength);
+      const T beta = static_cast<T>(c.beta);
+      const T p = static_cast<T>(-c.learning_rate_power);
+      Eigen::Array<T, Eigen::Dynamic, 1> new_acc = A + G.square();
+      Eigen::Array<T, Eigen::Dynamic, 1> new_pow, old_pow;
+      if (c.learning_rate_power == -0.5) {
+        new_pow = new_acc.sqrt();
+        old_pow = A.sqrt();
+      } else {
+        new_pow = new_acc.pow(p);
+        old_pow = A.pow(p);
+      }
+      L += G - (new_pow - old_pow) / lr * W;
+      Eigen::Array<T, Eigen::Dynamic, 1> quadratic = (new_pow + beta) / lr + T(2) * l2;
+      W = (L.abs() > l1).select((l1 * L.sign() - L) / quadratic, T(0));
+      A = new_acc;
+      break;
+    }
+  }
+}
+
+absl::Status check_float(DType dtype) {
+  if (dtype != DType::kFloat32 && dtype != DType::kFloat64) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "optimizers update float32 or float64 variables, not ",
+        av(dtype_name(dtype)),
+        "; create the variable with a float dtype to train it"));
+  }
+  return absl::OkStatus();
+}
+
+// Creates missing slots (or checks that existing ones are this optimizer's)
+// and returns pointers to slot 0 and 1 data.
+absl::Status check_learning_rate(double learning_rate) {
+  if (!(learning_rate >= 0) || !std::isfinite(learning_rate)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "learning rate ", learning_rate, " is invalid; it must be finite and >= 0"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status prepare_slots(const OptimizerConfig& c, const Tensor& var,
+                           OptimizerSlots& slots) {
+  PSFLOW_RETURN_IF_ERROR(check_slots_compatible(c, slots));
+  const std::string_view name = optimizer_name(c.kind);
+  if (slots.optimizer.empty()) {
+    for (std::string_view slot : slot_names(c.kind)) {
+      Tensor t(var.dtype(), var.shape());
+      const double init = slot_initial_value(c, slot);
+      if (init != 0.0) {
+        if (var.dtype() == DType::kFloat32) {
+          t.mutable_vec<float>().setConstant(static_cast<float>(init));
+        } else {
+          t.mutable_vec<double>().setConstant(init);
+        }
+      }
+      slots.slots.insert_or_assign(std::string(slot), std::move(t));
+    }
+    slots.optimizer = std::string(name);
+  }
+  return absl::OkStatus();
+}
+
+Coefficients coefficients(const OptimizerConfig& c, double lr, int64_t step) {
+  Coefficients k;
+  k.lr = lr;
+  if (c.kind == Kind::kAdam) {
+    const double t = static_cast<double>(step);
+    k.adam_lr = lr * std::sqrt(1.0 - std::pow(c.beta_2, t)) /
+                (1.0 - std::pow(c.beta_1, t));
+  }
+  return k;
+}
+
+template <typename T>
+T* slot_data(OptimizerSlots& slots, const OptimizerConfig& c, size_t i) {
+  const auto names = slot_names(c.kind);
+  if (i >= names.size()) return nullptr;
+  return slots.slots.find(names[i])->second.template mutable_flat<T>().data();
+}
+
+template <typename T>
+void apply_dense_typed(const OptimizerConfig& c, const Coefficients& k, Tensor& var,
+                       OptimizerSlots& slots, const Tensor& grad) {
+  update_span<T>(c, k, var.mutable_flat<T>().data(), slot_data<T>(slots, c, 0),
+                 slot_data<T>(slots, c, 1), grad.flat<T>().data(),
+                 var.num_elements());
+}
+
+template <typename T>
+void apply_sparse_typed(const OptimizerConfig& c, const Coefficients& k, Tensor& var,
+                        OptimizerSlots& slots, const std::vector<int64_t>& ids,
+                        const Tensor& rows) {
+  const int64_t row_size = var.dim(0) == 0 ? 0 : var.num_elements() / var.dim(0);
+  // Sum duplicate ids so each row is updated once, as TF's sparse applies do.
+  absl::flat_hash_map<int64_t, size_t> position;
+  std::vector<int64_t> unique_ids;
+  std::vector<T> summed;
+  const T* in = rows.flat<T>().data();
+  for (size_t i = 0; i < ids.size(); ++i) {
+    auto [it, inserted] = position.try_emplace(ids[i], unique_ids.size());
+    if (inserted) {
+      unique_ids.push_back(ids[i]);
+      summed.insert(summed.end(), in + i * row_size, in + (i + 1) * row_size);
+    } else {
+      T* acc = summed.data() + it->second * row_size;
+      for (int64_t j = 0; j < row_size; ++j) acc[j] += in[i * row_size + j];
+    }
+  }
+  T* w = var.mutable_flat<T>().data();
+  T* s0 = slot_data<T>(slots, c, 0);
+  T* s1 = slot_data<T>(slots, c, 1);
+  for (size_t u = 0; u < unique_ids.size(); ++u) {
+    const int64_t off = unique_ids[u] * row_size;
+    update_span<T>(c, k, w + off, s0 ? s0 + off : nullptr, s1 ? s1 + off : nullptr,
+                   summed.data() + u * row_size, row_size);
+  }
+}
+
+}  // namespace
+
+std::string_view optimizer_name(Kind kind) {
+  switch (kind) {
+    case Kind::kSgd: return "sgd";
+    case Kind::kMomentum: return "momentum";
+    case Kind::kAdagrad: return "adagrad";
+    case Kind::kAdam: return "adam";
+    case Kind::kFtrl: return "ftrl";
+  }
+  return "unknown";
+}
+
+absl::StatusOr<Kind> optimizer_kind_from_name(std::string_view name) {
+  for (Kind k : {Kind::kSgd, Kind::kMomentum, Kind::kAdagrad, Kind::kAdam, Kind::kFtrl}) {
+    if (optimizer_name(k) == name) return k;
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "unknown optimizer '", av(name),
+      "'; choose one of sgd, momentum, adagrad, adam, ftrl"));
+}
+
+absl::Status validate_optimizer(const OptimizerConfig& c) {
+  auto bad = [](std::string_view what, double value, std::string_view rule) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "optimizer ", av(what), " = ", value, " is invalid: it must be ", av(rule)));
+  };
+  if (c.momentum < 0) return bad("momentum", c.momentum, ">= 0");
+  if (c.initial_accumulator_value < 0)
+    return bad("initial_accumulator_value", c.initial_accumulator_value, ">= 0");
+  if (c.epsilon < 0) return bad("epsilon", c.epsilon, ">= 0");
+  if (c.beta_1 < 0 || c.beta_1 >= 1) return bad("beta_1", c.beta_1, "in [0, 1)");
+  if (c.beta_2 < 0 || c.beta_2 >= 1) return bad("beta_2", c.beta_2, "in [0, 1)");
+  if (c.learning_rate_power > 0)
+    return bad("learning_rate_power", c.learning_rate_power, "<= 0");
+  if (c.l1_regularization_strength < 0)
+    return bad("l1_regularization_strength", c.l1_regularization_strength, ">= 0");
+  if (c.l2_regularization_strength < 0)
+    return bad("l2_regularization_strength", c.l2_regularization_strength, ">= 0");
+  if (c.beta < 0) return bad("beta", c.beta, ">= 0");
+  if (c.kind == Kind::kFtrl && c.initial_accumulator_value <= 0 &&
+      c.learning_rate_power != 0) {
+    return bad("initial_accumulator_value", c.initial_accumulator_value,
+               "> 0 for ftrl (its update divides by a power of the accumulator)");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status check_slots_compatible(const OptimizerConfig& config,
+                                    const OptimizerSlots& slots) {
+  const std::string_view name = optimizer_name(config.kind);
+  if (!slots.optimizer.empty() && slots.optimizer != name) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "this variable's slots were created by the ", slots.optimizer,
+        " optimizer, but a ", av(name),
+        " update arrived; use one optimizer per variable (or restore a "
+        "checkpoint made with ", av(name), ")"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status validate_dense_gradient(const OptimizerConfig& config, double learning_rate,
+                                     DType var_dtype, const Shape& var_shape,
+                                     const Tensor& grad) {
+  PSFLOW_RETURN_IF_ERROR(check_float(var_dtype));
+  if (grad.dtype() != var_dtype || grad.shape() != var_shape) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "gradient is ", av(dtype_name(grad.dtype())), " ", shape_string(grad.shape()),
+        " but the variable is ", av(dtype_name(var_dtype)), " ",
+        shape_string(var_shape), "; a dense gradient must match the variable"));
+  }
+  PSFLOW_RETURN_IF_ERROR(check_learning_rate(learning_rate));
+  return validate_optimizer(config);
+}
+
+absl::StatusOr<std::vector<int64_t>> validate_sparse_gradient(
+    const OptimizerConfig& config, double learning_rate, DType var_dtype,
+    const Shape& var_shape, const Tensor& ids, const Tensor& rows) {
+  PSFLOW_RETURN_IF_ERROR(check_float(var_dtype));
+  if (var_shape.empty()) {
+    return absl::InvalidArgumentError(
+        "a sparse gradient needs a variable of rank >= 1 (rows along axis 0)");
+  }
+  if (ids.rank() != 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "sparse gradient ids must be a 1-D int32 or int64 tensor, got ",
+        av(dtype_name(ids.dtype())), " ", shape_string(ids.shape())));
+  }
+  Shape expected = var_shape;
+  expected[0] = ids.dim(0);
+  if (rows.dtype() != var_dtype || rows.shape() != expected) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "sparse gradient rows are ", av(dtype_name(rows.dtype())), " ",
+        shape_string(rows.shape()), " but ", ids.dim(0), " ids into a ",
+        av(dtype_name(var_dtype)), " ", shape_string(var_shape), " variable need ",
+        av(dtype_name(var_dtype)), " ", shape_string(expected)));
+  }
+  PSFLOW_RETURN_IF_ERROR(check_learning_rate(learning_rate));
+  PSFLOW_RETURN_IF_ERROR(validate_optimizer(config));
+  return checked_row_ids(ids, var_shape[0], "sparse gradient target");
+}
+
+absl::Status apply_dense_gradient(const OptimizerConfig& config, double learning_rate,
+                                  Tensor& var, OptimizerSlots& slots,
+                                  const Tensor& grad) {
+  PSFLOW_RETURN_IF_ERROR(
+      validate_dense_gradient(config, learning_rate, var.dtype(), var.shape(), grad));
+  PSFLOW_RETURN_IF_ERROR(prepare_slots(config, var, slots));
+  const Coefficients k = coefficients(config, learning_rate, slots.steps + 1);
+  if (var.dtype() == DType::kFloat32) {
+    apply_dense_typed<float>(config, k, var, slots, grad);
+  } else {
+    apply_dense_typed<double>(config, k, var, slots, grad);
+  }
+  ++slots.steps;
+  return absl::OkStatus();
+}
+
+absl::Status apply_sparse_gradient(const OptimizerConfig& config, double learning_rate,
+                                   Tensor& var, OptimizerSlots& slots,
+                                   const Tensor& ids, const Tensor& rows) {
+  PSFLOW_ASSIGN_OR_RETURN(std::vector<int64_t> checked,
+                          validate_sparse_gradient(config, learning_rate, var.dtype(),
+                                                   var.shape(), ids, rows));
+  PSFLOW_RETURN_IF_ERROR(prepare_slots(config, var, slots));
+  const Coefficients k = coefficients(config, learning_rate, slots.steps + 1);
+  if (var.dtype() == DType::kFloat32) {
+    apply_sparse_typed<float>(config, k, var, slots, checked, rows);
+  } else {
+    apply_sparse_typed<double>(config, k, var, slots, checked, rows);
+  }
+  ++slots.steps;
+  return absl::OkStatus();
+}
+
+}  // namespace psflow

@@ -1,0 +1,95 @@
+// Server-side optimizers: the ps applies workers' gradients to its shards.
+#ifndef PSFLOW_PS_OPTIMIZER_H_
+#define PSFLOW_PS_OPTIMIZER_H_
+
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "psflow/tensor.h"
+
+namespace psflow {
+
+// Hyper-parameters of one optimizer. Defaults are Keras's. The learning rate
+// is not here: it travels with every apply call so that schedules need no
+// hot-spot variable.
+struct OptimizerConfig {
+  enum class Kind { kSgd, kMomentum, kAdagrad, kAdam, kFtrl };
+  Kind kind = Kind::kSgd;
+  // Momentum.
+  double momentum = 0.9;
+  bool nesterov = false;
+  // Adagrad, FTRL.
+  double initial_accumulator_value = 0.1;
+  // Adagrad, Adam.
+  double epsilon = 1e-7;
+  // Adam.
+  double beta_1 = 0.9;
+  double beta_2 = 0.999;
+  // FTRL.
+  double learning_rate_power = -0.5;
+  double l1_regularization_strength = 0.0;
+  double l2_regularization_strength = 0.0;
+  double beta = 0.0;
+
+  friend bool operator==(const OptimizerConfig&, const OptimizerConfig&) = default;
+};
+
+// "sgd", "momentum", "adagrad", "adam", "ftrl".
+[[nodiscard]] std::string_view optimizer_name(OptimizerConfig::Kind kind);
+[[nodiscard]] absl::StatusOr<OptimizerConfig::Kind> optimizer_kind_from_name(
+    std::string_view name);
+// INVALID_ARGUMENT naming the bad hyper-parameter (negative momentum,
+// beta outside [0, 1), learning_rate_power > 0, ...).
+[[nodiscard]] absl::Status validate_optimizer(const OptimizerConfig& config);
+
+// Slot variables of one variable shard, by slot name ("accumulator", "m",
+// "v", "linear", "momentum"), plus the shard's own step count used by Adam's
+// bias correction. They live beside the shard, on the same ps.
+struct OptimizerSlots {
+  // optimizer_name() of the optimizer that created the slots; empty before
+  // the first apply.
+  std::string optimizer;
+  std::map<std::string, Tensor, std::less<>> slots;
+  int64_t steps = 0;
+};
+
+// Checks a dense gradient against a variable's dtype and shape, the
+// learning rate and the hyper-parameters, without touching anything.
+[[nodiscard]] absl::Status validate_dense_gradient(const OptimizerConfig& config,
+                                                   double learning_rate, DType var_dtype,
+                                                   const Shape& var_shape,
+                                                   const Tensor& grad);
+// The same for a row-sparse gradient; returns the ids widened to int64.
+[[nodiscard]] absl::StatusOr<std::vector<int64_t>> validate_sparse_gradient(
+    const OptimizerConfig& config, double learning_rate, DType var_dtype,
+    const Shape& var_shape, const Tensor& ids, const Tensor& rows);
+// FAILED_PRECONDITION when `slots` were made by another optimizer.
+[[nodiscard]] absl::Status check_slots_compatible(const OptimizerConfig& config,
+                                                  const OptimizerSlots& slots);
+
+// Applies a dense gradient (same shape as `var`) in place. Creates the slots
+// on first use. FAILED_PRECONDITION when existing slots belong to another
+// optimizer. `var` must be float32 or float64 (INVALID_ARGUMENT otherwise).
+// Nothing changes unless the status is OK.
+[[nodiscard]] absl::Status apply_dense_gradient(const OptimizerConfig& config,
+                                                double learning_rate, Tensor& var,
+                                                OptimizerSlots& slots,
+                                                const Tensor& grad);
+
+// Applies a row-sparse gradient: `rows[i]` is the gradient of row `ids[i]`.
+// Duplicate ids are summed first. Only the touched rows of the variable and
+// of its slots change (Adam therefore has lazy-Adam semantics: untouched
+// rows keep their moments). Ids are validated before anything changes.
+[[nodiscard]] absl::Status apply_sparse_gradient(const OptimizerConfig& config,
+                                                 double learning_rate, Tensor& var,
+                                                 OptimizerSlots& slots,
+                                                 const Tensor& ids,
+                                                 const Tensor& rows);
+
+}  // namespace psflow
+
+#endif  // PSFLOW_PS_OPTIMIZER_H_

@@ -1,0 +1,95 @@
+// One variable (or one shard of a partitioned variable) held by a ps task.
+#ifndef PSFLOW_PS_VARIABLE_SHARD_H_
+#define PSFLOW_PS_VARIABLE_SHARD_H_
+
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "ps/optimizer.h"
+#include "ps/row_ids.h"
+#include "psflow/tensor.h"
+
+namespace psflow {
+
+// Element-wise combination used by the scatter family.
+enum class ScatterOp { kUpdate, kAdd, kSub, kMul, kDiv, kMin, kMax };
+
+// A variable's value, its optimizer slots and its lock. Every operation is
+// atomic with respect to the others on the same shard (one mutex), and
+// validates its input completely before changing anything: on error the
+// stored value is untouched.
+// Thread-safety: all methods are thread-safe.
+class VariableShard {
+ public:
+  // `value` becomes the shard's own storage (the caller must not keep
+  // writing through another copy of it).
+  VariableShard(std::string name, Tensor value);
+
+  [[nodiscard]] const std::string& name() const { return name_; }
+  [[nodiscard]] DType dtype() const { return dtype_; }
+  [[nodiscard]] const Shape& shape() const { return shape_; }
+
+  // A snapshot copy of the value.
+  [[nodiscard]] Tensor read() const;
+  // Rows `ids` (1-D int32/int64, each in [0, rows)), in the order given.
+  [[nodiscard]] absl::StatusOr<Tensor> gather(const Tensor& ids) const;
+
+  [[nodiscard]] absl::Status assign(const Tensor& value);
+  [[nodiscard]] absl::Status assign_add(const Tensor& delta);
+  [[nodiscard]] absl::Status assign_sub(const Tensor& delta);
+  // var[ids[i], ...] = op(var[ids[i], ...], updates[i, ...]); duplicates
+  // apply in order (kAdd accumulates them).
+  [[nodiscard]] absl::Status scatter(ScatterOp op, const Tensor& ids,
+                                     const Tensor& updates);
+
+  [[nodiscard]] absl::Status apply_dense_gradient(const OptimizerConfig& config,
+                                                  double learning_rate,
+                                                  const Tensor& grad);
+  [[nodiscard]] absl::Status apply_sparse_gradient(const OptimizerConfig& config,
+                                                   double learning_rate,
+                                                   const Tensor& ids,
+                                                   const Tensor& rows);
+
+  // Validators: check an operation against this shard's dtype and shape
+  // (fixed at creation) without applying it, so that a batch can reject bad
+  // input before any of its operations changes a value. The mutating
+  // methods run the same checks.
+  [[nodiscard]] absl::Status validate_assign(const Tensor& value) const;
+  [[nodiscard]] absl::Status validate_arith(const Tensor& delta) const;
+  [[nodiscard]] absl::StatusOr<std::vector<int64_t>> validate_gather(const Tensor& ids) const;
+  [[nodiscard]] absl::StatusOr<std::vector<int64_t>> validate_scatter(
+      ScatterOp op, const Tensor& ids, const Tensor& updates) const;
+  [[nodiscard]] absl::Status validate_apply_dense(const OptimizerConfig& config,
+                                                  double learning_rate,
+                                                  const Tensor& grad) const;
+  [[nodiscard]] absl::Status validate_apply_sparse(const OptimizerConfig& config,
+                                                   double learning_rate, const Tensor& ids,
+                                                   const Tensor& rows) const;
+
+  // Value and slots under one lock, for checkpoints.
+  struct Snapshot {
+    Tensor value;
+    OptimizerSlots slots;
+  };
+  [[nodiscard]] Snapshot snapshot() const;
+  // Replaces value and slots (checkpoint restore). Shape and dtype must match.
+  [[nodiscard]] absl::Status restore(Snapshot snapshot);
+
+ private:
+  absl::Status check_same(const Tensor& t, std::string_view what) const;
+  absl::Status arith(bool add, const Tensor& delta);
+
+  const std::string name_;
+  const DType dtype_;
+  const Shape shape_;
+  mutable absl::Mutex mu_;
+  Tensor value_ ABSL_GUARDED_BY(mu_);
+  OptimizerSlots slots_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace psflow
+
+#endif  // PSFLOW_PS_VARIABLE_SHARD_H_

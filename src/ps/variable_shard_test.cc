@@ -1,0 +1,127 @@
+#include "ps/variable_shard.h"
+
+#include <thread>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace psflow {
+namespace {
+
+Tensor rows_4x2() { return Tensor::from_vector<float>({1, 2, 3, 4, 5, 6, 7, 8}, {4, 2}); }
+
+TEST(VariableShardTest, ReadIsASnapshot) {
+  VariableShard v("w", rows_4x2());
+  Tensor before = v.read();
+  ASSERT_TRUE(v.assign_add(Tensor::from_vector<float>({1, 1, 1, 1, 1, 1, 1, 1}, {4, 2})).ok());
+  EXPECT_EQ(before, rows_4x2());
+  EXPECT_EQ(v.read(), Tensor::from_vector<float>({2, 3, 4, 5, 6, 7, 8, 9}, {4, 2}));
+}
+
+TEST(VariableShardTest, AssignDoesNotAliasTheCallersTensor) {
+  VariableShard v("w", rows_4x2());
+  Tensor value = Tensor::from_vector<float>({0, 0, 0, 0, 0, 0, 0, 0}, {4, 2});
+  ASSERT_TRUE(v.assign(value).ok());
+  value.mutable_flat<float>()[0] = 42;
+  EXPECT_EQ(v.read().flat<float>()[0], 0.0f);
+}
+
+TEST(VariableShardTest, GatherReturnsRowsInIdOrder) {
+  VariableShard v("w", rows_4x2());
+  auto rows = v.gather(Tensor::from_vector<int32_t>({3, 0, 3}, {3}));
+  ASSERT_TRUE(rows.ok()) << rows.status();
+  EXPECT_EQ(*rows, Tensor::from_vector<float>({7, 8, 1, 2, 7, 8}, {3, 2}));
+}
+
+TEST(VariableShardTest, ScatterFamily) {
+  const Tensor ids = Tensor::from_vector<int64_t>({1, 3, 1}, {3});
+  const Tensor upd = Tensor::from_vector<float>({10, 10, 2, 2, 1, 1}, {3, 2});
+  struct Case {
+    ScatterOp op;
+    std::vector<float> expected;
+  };
+  const std::vector<Case> cases = {
+      {ScatterOp::kUpdate, {1, 2, 1, 1, 5, 6, 2, 2}},
+      {ScatterOp::kAdd, {1, 2, 14, 15, 5, 6, 9, 10}},
+      {ScatterOp::kSub, {1, 2, -8, -7, 5, 6, 5, 6}},
+      {ScatterOp::kMul, {1, 2, 30, 40, 5, 6, 14, 16}},
+      {ScatterOp::kDiv, {1, 2, 0.3f, 0.4f, 5, 6, 3.5f, 4}},
+      {ScatterOp::kMin, {1, 2, 1, 1, 5, 6, 2, 2}},
+      {ScatterOp::kMax, {1, 2, 10, 10, 5, 6, 7, 8}},
+  };
+  for (const Case& c : cases) {
+    VariableShard v("w", rows_4x2());
+    ASSERT_TRUE(v.scatter(c.op, ids, upd).ok());
+    EXPECT_TRUE(all_close(v.read(), Tensor::from_vector<float>(c.expected, {4, 2})).ok())
+        << static_cast<int>(c.op) << ": " << v.read();
+  }
+}
+
+TEST(VariableShardTest, BadInputLeavesTheValueUnchanged) {
+  VariableShard v("w", rows_4x2());
+  EXPECT_EQ(v.assign(Tensor::from_vector<float>({1, 2}, {2})).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(v.assign(Tensor::from_vector<double>({1, 2, 3, 4, 5, 6, 7, 8}, {4, 2})).code(),
+            absl::StatusCode::kInvalidArgument);
+  auto s = v.scatter(ScatterOp::kAdd, Tensor::from_vector<int64_t>({0, 4}, {2}),
+                     Tensor::from_vector<float>({1, 1, 1, 1}, {2, 2}));
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("row id 4"), absl::string_view::npos) << s;
+  EXPECT_EQ(v.scatter(ScatterOp::kAdd, Tensor::from_vector<int64_t>({-1}, {1}),
+                      Tensor::from_vector<float>({1, 1}, {1, 2}))
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(v.scatter(ScatterOp::kAdd, Tensor::from_vector<float>({0}, {1}),
+                      Tensor::from_vector<float>({1, 1}, {1, 2}))
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(v.gather(Tensor::from_vector<int32_t>({9}, {1})).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(v.read(), rows_4x2());
+
+  VariableShard ints("i", Tensor::from_vector<int32_t>({4, 4}, {2}));
+  EXPECT_EQ(ints.scatter(ScatterOp::kDiv, Tensor::from_vector<int64_t>({0}, {1}),
+                         Tensor::from_vector<int32_t>({0}, {1}))
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ints.read(), Tensor::from_vector<int32_t>({4, 4}, {2}));
+}
+
+TEST(VariableShardTest, ConcurrentAssignAddIsAtomic) {
+  VariableShard v("counter", Tensor::scalar<int64_t>(0));
+  constexpr int kThreads = 8;
+  constexpr int kAdds = 10000;
+  const Tensor one = Tensor::scalar<int64_t>(1);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < kAdds; ++i) ASSERT_TRUE(v.assign_add(one).ok());
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(v.read().scalar_value<int64_t>(), int64_t{kThreads} * kAdds);
+}
+
+TEST(VariableShardTest, SnapshotAndRestoreIncludeSlots) {
+  VariableShard v("w", Tensor::from_vector<float>({1, 2}, {2}));
+  OptimizerConfig adam;
+  adam.kind = OptimizerConfig::Kind::kAdam;
+  ASSERT_TRUE(v.apply_dense_gradient(adam, 0.1, Tensor::from_vector<float>({1, 1}, {2})).ok());
+  VariableShard::Snapshot snap = v.snapshot();
+  EXPECT_EQ(snap.slots.optimizer, "adam");
+  EXPECT_EQ(snap.slots.steps, 1);
+  ASSERT_EQ(snap.slots.slots.size(), 2u);
+
+  VariableShard fresh("w", Tensor::from_vector<float>({0, 0}, {2}));
+  ASSERT_TRUE(fresh.restore(v.snapshot()).ok());
+  ASSERT_TRUE(v.apply_dense_gradient(adam, 0.1, Tensor::from_vector<float>({1, -1}, {2})).ok());
+  ASSERT_TRUE(fresh.apply_dense_gradient(adam, 0.1, Tensor::from_vector<float>({1, -1}, {2})).ok());
+  EXPECT_EQ(v.read(), fresh.read());
+
+  VariableShard::Snapshot wrong;
+  wrong.value = Tensor::from_vector<float>({1, 2, 3}, {3});
+  EXPECT_EQ(fresh.restore(std::move(wrong)).code(), absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace psflow

@@ -1,0 +1,75 @@
+#include "ps/variable_store.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "base/strings.h"
+
+namespace psflow {
+
+absl::StatusOr<bool> VariableStore::create(const std::string& name, Tensor initial_value,
+                                           IfExists if_exists) {
+  if (name.empty()) {
+    return absl::InvalidArgumentError("a variable needs a non-empty name");
+  }
+  if (!initial_value.valid()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("variable '", name, "' needs a valid initial value"));
+  }
+  auto shard = std::make_shared<VariableShard>(name, std::move(initial_value));
+  absl::MutexLock lock(&mu_);
+  auto it = shards_.find(name);
+  if (it == shards_.end()) {
+    shards_.emplace(name, std::move(shard));
+    return false;
+  }
+  if (if_exists == IfExists::kKeep) {
+    const VariableShard& old = *it->second;
+    if (old.dtype() != shard->dtype() || old.shape() != shard->shape()) {
+      return absl::AlreadyExistsError(absl::StrCat(
+          "variable '", name, "' already exists on this ps as ",
+          av(dtype_name(old.dtype())), " ", shape_string(old.shape()),
+          ", which differs from the requested ", av(dtype_name(shard->dtype())), " ",
+          shape_string(shard->shape()), "; delete it or use another name"));
+    }
+    return true;
+  }
+  it->second = std::move(shard);
+  return true;
+}
+
+absl::StatusOr<std::shared_ptr<VariableShard>> VariableStore::find(
+    std::string_view name) const {
+  absl::ReaderMutexLock lock(&mu_);
+  auto it = shards_.find(av(name));
+  if (it == shards_.end()) {
+    return absl::NotFoundError(absl::StrCat(
+        "no variable named '", av(name), "' on this ps (it holds ", shards_.size(),
+        " variables); create it inside strategy.scope() first"));
+  }
+  return it->second;
+}
+
+bool VariableStore::erase(std::string_view name) {
+  absl::MutexLock lock(&mu_);
+  return shards_.erase(av(name)) > 0;
+}
+
+size_t VariableStore::size() const {
+  absl::ReaderMutexLock lock(&mu_);
+  return shards_.size();
+}
+
+std::vector<std::shared_ptr<VariableShard>> VariableStore::all() const {
+  std::vector<std::shared_ptr<VariableShard>> out;
+  {
+    absl::ReaderMutexLock lock(&mu_);
+    out.reserve(shards_.size());
+    for (const auto& [name, shard] : shards_) out.push_back(shard);
+  }
+  std::sort(out.begin(), out.end(),
+            [](const auto& a, const auto& b) { return a->name() < b->name(); });
+  return out;
+}
+
+}  // namespace psflow

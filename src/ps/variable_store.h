@@ -1,0 +1,48 @@
+// The variables one ps task holds, by name.
+#ifndef PSFLOW_PS_VARIABLE_STORE_H_
+#define PSFLOW_PS_VARIABLE_STORE_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "ps/variable_shard.h"
+
+namespace psflow {
+
+// Name -> VariableShard. Lookups hand out shared pointers, so a shard stays
+// valid for an operation in flight even if it is deleted meanwhile.
+// Thread-safety: all methods are thread-safe.
+class VariableStore {
+ public:
+  enum class IfExists {
+    kReplace,  // a fresh variable replaces the old one (TF's behaviour)
+    kKeep,     // keep the stored value when dtype and shape match
+  };
+
+  // Creates `name` holding `initial_value`. Returns true when a variable of
+  // that name existed. With kKeep and a different dtype/shape:
+  // ALREADY_EXISTS naming both.
+  [[nodiscard]] absl::StatusOr<bool> create(const std::string& name, Tensor initial_value,
+                                            IfExists if_exists = IfExists::kReplace);
+  // NOT_FOUND naming the variable and how many this ps holds.
+  [[nodiscard]] absl::StatusOr<std::shared_ptr<VariableShard>> find(
+      std::string_view name) const;
+  // True when it existed.
+  bool erase(std::string_view name);
+  [[nodiscard]] size_t size() const;
+  [[nodiscard]] std::vector<std::shared_ptr<VariableShard>> all() const;
+
+ private:
+  mutable absl::Mutex mu_;
+  absl::flat_hash_map<std::string, std::shared_ptr<VariableShard>> shards_
+      ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace psflow
+
+#endif  // PSFLOW_PS_VARIABLE_STORE_H_
