@@ -22,6 +22,10 @@
 namespace psflow {
 namespace {
 
+// Restarts per task the local launcher allows when --ps-recovery is on and
+// --max-restarts was not given.
+constexpr int kPsRecoveryDefaultRestarts = 10;
+
 struct TrainFlags {
   LocalClusterFlags cluster;
   TrainOptions train;
@@ -44,13 +48,13 @@ int run_train(TrainFlags flags, const CLI::App& app) {
     if (app.count("--learning-rate") == 0) options.learning_rate = kWideDeepDefaultLearningRate;
     if (app.count("--batch-size") == 0) options.batch_size = kWideDeepDefaultBatchSize;
   }
+  if (options.run_dir.empty()) options.run_dir = default_run_dir(options);
   if (absl::Status valid =
           wide_deep ? validate_wide_deep_options(options) : validate_train_options(options);
       !valid.ok()) {
     std::fprintf(stderr, "psflow train: %s\n", std::string(valid.message()).c_str());
     return kExitUsage;
   }
-  if (options.run_dir.empty()) options.run_dir = default_run_dir(options);
   options.interactive_progress = ::isatty(STDOUT_FILENO) == 1;
 
   if (options.strategy == "mirrored") {
@@ -108,6 +112,11 @@ int run_train(TrainFlags flags, const CLI::App& app) {
                 flags.cluster.num_workers);
     std::fflush(stdout);
     LocalClusterOptions cluster_options = to_local_cluster_options(flags.cluster);
+    if (options.ps_recovery && app.count("--max-restarts") == 0) {
+      // Recovery waits for the lost ps to come back: the launcher must
+      // restart it.
+      cluster_options.max_restarts = kPsRecoveryDefaultRestarts;
+    }
     if (cluster_options.log_dir.empty()) cluster_options.log_dir = options.run_dir + "/logs";
     std::error_code ec;
     std::filesystem::create_directories(cluster_options.log_dir, ec);
@@ -142,6 +151,10 @@ int report(const absl::StatusOr<TrainSummary>& summary, const TrainOptions& opti
       summary->test_accuracy, summary->test_loss, summary->epochs,
       static_cast<long long>(summary->steps), summary->examples_per_sec, summary->wall_seconds,
       options.run_dir.c_str());
+  if (summary->ps_recoveries > 0) {
+    std::printf("ps recoveries: %d; %lld completed steps were rolled back and trained again\n",
+                summary->ps_recoveries, static_cast<long long>(summary->rolled_back_steps));
+  }
   std::fflush(stdout);
   return kExitOk;
 }
@@ -184,6 +197,12 @@ Command add_train_command(CLI::App& parent) {
   app->add_option("--seed", o.seed, "Seed of initial values and shuffles")->capture_default_str();
   app->add_option("--steps-per-execution", o.steps_per_execution,
                   "Training steps per scheduled closure")
+      ->capture_default_str();
+  app->add_flag("--ps-recovery", o.ps_recovery,
+               "On the loss of a ps task, wait for it to come back, restore every ps from the "
+               "latest checkpoint and train on (default: stop with UNAVAILABLE, as TF)");
+  app->add_option("--ps-recovery-timeout", o.ps_recovery_timeout_seconds,
+                  "Seconds to wait for a lost ps task to come back")
       ->capture_default_str();
   app->add_option("--data-dir", o.data_dir,
                   "Directory of the Fashion-MNIST IDX files (default: the Debian package's)");

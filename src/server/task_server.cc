@@ -23,6 +23,7 @@
 #include "server/executor_service.h"
 #include "server/task_status.h"
 #include "server/variable_service.h"
+#include "ps/retrying_variable_client.h"
 #include "ps/variable_client.h"
 #include "psflow/variable_handle.h"
 
@@ -50,7 +51,7 @@ ExecutorServiceOptions executor_options(const ClusterSpec& spec, int index,
   for (int ps : spec.task_indices(kPsJob)) {
     absl::StatusOr<std::string> address = spec.task_address(kPsJob, ps);
     if (!address.ok() || ps != static_cast<int>(ps_clients.size())) return out;
-    ps_clients.push_back(make_grpc_variable_client(*address, psflow::task_name(kPsJob, ps)));
+    ps_clients.push_back(make_ps_client(*address, psflow::task_name(kPsJob, ps)));
   }
   if (!ps_clients.empty()) out.variables = ps_client_lookup(std::move(ps_clients));
   return out;

@@ -6,6 +6,7 @@
 #include "absl/strings/str_join.h"
 #include "base/status_macros.h"
 #include "base/strings.h"
+#include "ps/retrying_variable_client.h"
 #include "ps/variable_client.h"
 #include "strategy/local_variables.h"
 #include "strategy/name_registry.h"
@@ -23,8 +24,7 @@ std::string base_name(const VariableOptions& options) {
 
 absl::StatusOr<std::shared_ptr<VariableClient>> grpc_client(const ClusterSpec& spec, int task) {
   PSFLOW_ASSIGN_OR_RETURN(std::string address, spec.task_address(kPsJob, task));
-  return std::shared_ptr<VariableClient>(
-      make_grpc_variable_client(address, task_name(kPsJob, task)));
+  return std::shared_ptr<VariableClient>(make_ps_client(address, task_name(kPsJob, task)));
 }
 
 absl::Status check_dense_ps(const ClusterSpec& spec) {

@@ -21,11 +21,15 @@ namespace psflow {
 // add(const Result&) (returning void or absl::Status), and the sums
 // `steps`, `examples` and `loss_sum` the progress bar shows. A failed
 // closure stops the adding; join() then reports the error (TF's model).
+// `completed_steps`, when given, receives the steps of the closures that
+// finished, also when the epoch fails (what a rollback undoes).
 template <typename Result>
 [[nodiscard]] absl::StatusOr<Result> run_epoch_closures(ClusterCoordinator& coordinator,
                                                         std::string_view function,
                                                         const RemoteStructure& args,
-                                                        int64_t closures, ProgressBar& progress) {
+                                                        int64_t closures, ProgressBar& progress,
+                                                        int64_t* completed_steps = nullptr) {
+  if (completed_steps != nullptr) *completed_steps = 0;
   std::vector<RemoteValue> results;
   results.reserve(static_cast<size_t>(closures));
   for (int64_t i = 0; i < closures; ++i) {
@@ -46,6 +50,7 @@ template <typename Result>
                                       ? totals.loss_sum / static_cast<double>(totals.examples)
                                       : 0.0);
   }
+  if (completed_steps != nullptr) *completed_steps = totals.steps;
   PSFLOW_RETURN_IF_ERROR(coordinator.join());
   progress.finish();
   return totals;

@@ -6,6 +6,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "base/status_macros.h"
@@ -25,6 +26,7 @@
 #include "train/epoch_closures.h"
 #include "train/event_writer.h"
 #include "train/progress.h"
+#include "train/ps_recovery.h"
 #include "train/run_files.h"
 #include "train/train_step.h"
 
@@ -65,6 +67,25 @@ absl::StatusOr<ClassifierEvaluation> evaluate_classifier(const MlpSpec& spec, co
 }
 
 namespace {
+
+// The checkpoint a ps recovery went back to.
+struct PsRollback {
+  std::string path;
+  int64_t iterations = 0;
+};
+
+// Restores every ps task from the latest checkpoint (recreating the parts a
+// restarted ps lost).
+absl::StatusOr<PsRollback> restore_after_ps_loss(const CheckpointManager& checkpoints) {
+  std::optional<std::string> latest = checkpoints.latest_checkpoint();
+  if (!latest.has_value()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "a ps restarted but ", checkpoints.directory(), " holds no checkpoint to restore"));
+  }
+  PSFLOW_RETURN_IF_ERROR(checkpoints.checkpoint().restore(*latest));
+  PSFLOW_ASSIGN_OR_RETURN(int64_t iterations, load_checkpoint_iterations(*latest));
+  return PsRollback{*latest, iterations};
+}
 
 absl::StatusOr<MlpSpec> model_spec(const std::string& model) { return classifier_spec(model); }
 
@@ -129,6 +150,18 @@ class EpochReporter {
   }
 
   bool empty() const { return summary_.history.empty(); }
+
+  // A ps recovery restored the model as it was before `epoch`: the epochs
+  // from there on are forgotten (they are trained again), and the recovery
+  // and its `rolled_back` completed steps are counted.
+  void roll_back_to(int epoch, int64_t rolled_back) {
+    while (!summary_.history.empty() && summary_.history.back().epoch >= epoch) {
+      summary_.steps -= summary_.history.back().steps;
+      summary_.history.pop_back();
+    }
+    ++summary_.ps_recoveries;
+    summary_.rolled_back_steps += rolled_back;
+  }
   void set_optimizer_iterations(int64_t n) { summary_.optimizer_iterations = n; }
 
   // Completes the summary and writes summary.json (atomically: a reader
@@ -223,6 +256,19 @@ absl::Status validate_train_options(const TrainOptions& o) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--optimizer '", o.optimizer, "' is not known; use sgd, momentum, adagrad, adam or ftrl"));
   }
+  if (o.ps_recovery && o.run_dir.empty()) {
+    return absl::InvalidArgumentError(
+        "--ps-recovery needs --run-dir: a restarted ps is restored from the checkpoints there");
+  }
+  if (!(o.ps_recovery_timeout_seconds > 0) || o.ps_recovery_timeout_seconds > 86400) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--ps-recovery-timeout ", o.ps_recovery_timeout_seconds,
+                     " is out of range; use 1 to 86400 seconds"));
+  }
+  if (o.max_ps_recoveries < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("max_ps_recoveries ", o.max_ps_recoveries,
+                                                   " is negative; use 0 or more"));
+  }
   return parse_partitioner(o.partitioner).status();
 }
 
@@ -316,20 +362,74 @@ absl::StatusOr<TrainSummary> train_classifier(const ClusterSpec& spec, const Tra
     checkpoints.emplace(std::move(manager));
   }
 
-  for (int epoch = first_epoch; epoch <= options.epochs; ++epoch) {
+  std::optional<PsMonitor> ps_monitor;
+  if (options.ps_recovery) {
+    PSFLOW_ASSIGN_OR_RETURN(ps_monitor, PsMonitor::create(spec, absl::Now() + absl::Seconds(60)));
+    // Recovery restores the latest checkpoint: there must be one from the
+    // start (ckpt-0 on a fresh run).
+    if (!checkpoints->latest_checkpoint().has_value()) {
+      PSFLOW_RETURN_IF_ERROR(checkpoints->save().status());
+    }
+  }
+  // Steps applied since the model was last checkpointed or restored: what a
+  // ps recovery rolls back.
+  int64_t unsaved_steps = 0;
+  int recoveries = 0;
+  for (int epoch = first_epoch; epoch <= options.epochs;) {
     const absl::Time epoch_start = absl::Now();
     ProgressBar progress(options.out, options.interactive_progress,
                          absl::StrCat("epoch ", epoch, "/", options.epochs),
                          closures_per_epoch * options.steps_per_execution);
-    PSFLOW_ASSIGN_OR_RETURN(TrainStepResult totals,
-                            run_epoch_closures<TrainStepResult>(*coordinator, kTrainStepFunction,
-                                                                args, closures_per_epoch, progress));
-    const double seconds = absl::ToDoubleSeconds(absl::Now() - epoch_start);
-    PSFLOW_ASSIGN_OR_RETURN(std::vector<Tensor> params, read_values(vars));
-    PSFLOW_ASSIGN_OR_RETURN(ClassifierEvaluation test,
-                            evaluate(model, params, data.test_images, data.test_labels));
-    PSFLOW_RETURN_IF_ERROR(reporter.report(epoch, totals, seconds, test));
-    if (checkpoints.has_value()) PSFLOW_RETURN_IF_ERROR(checkpoints->save().status());
+    int64_t completed = 0;
+    absl::Status epoch_status = [&]() -> absl::Status {
+      PSFLOW_ASSIGN_OR_RETURN(
+          TrainStepResult totals,
+          run_epoch_closures<TrainStepResult>(*coordinator, kTrainStepFunction, args,
+                                              closures_per_epoch, progress, &completed));
+      const double seconds = absl::ToDoubleSeconds(absl::Now() - epoch_start);
+      PSFLOW_ASSIGN_OR_RETURN(std::vector<Tensor> params, read_values(vars));
+      PSFLOW_ASSIGN_OR_RETURN(ClassifierEvaluation test,
+                              evaluate(model, params, data.test_images, data.test_labels));
+      PSFLOW_RETURN_IF_ERROR(reporter.report(epoch, totals, seconds, test));
+      if (checkpoints.has_value()) PSFLOW_RETURN_IF_ERROR(checkpoints->save().status());
+      return absl::OkStatus();
+    }();
+    unsaved_steps += completed;
+    if (epoch_status.ok()) {
+      if (checkpoints.has_value()) unsaved_steps = 0;
+      ++epoch;
+      continue;
+    }
+    if (!ps_monitor.has_value()) return epoch_status;
+    progress.finish();
+    PSFLOW_ASSIGN_OR_RETURN(
+        std::vector<std::string> restarted,
+        ps_monitor->restarted_since(
+            epoch_status, absl::Now() + absl::Seconds(options.ps_recovery_timeout_seconds),
+            options.out));
+    if (restarted.empty()) return epoch_status;  // Not a ps fault.
+    if (++recoveries > options.max_ps_recoveries) {
+      return absl::UnavailableError(absl::StrCat(
+          "parameter server(s) ", absl::StrJoin(restarted, ", "), " restarted; the ",
+          options.max_ps_recoveries, " recoveries allowed per run are used up (last error: ",
+          epoch_status.ToString(), ")"));
+    }
+    PSFLOW_ASSIGN_OR_RETURN(PsRollback rollback, restore_after_ps_loss(*checkpoints));
+    epoch = static_cast<int>(rollback.iterations / steps_per_epoch) + 1;
+    reporter.roll_back_to(epoch, unsaved_steps);
+    if (options.out != nullptr) {
+      std::fprintf(options.out,
+                   "ps recovery %d: %s restarted (%s); restored all %d ps tasks from %s "
+                   "(%lld steps); %lld completed steps rolled back, training again from "
+                   "epoch %d\n",
+                   recoveries, absl::StrJoin(restarted, ", ").c_str(),
+                   std::string(absl::StatusCodeToString(epoch_status.code())).c_str(),
+                   ps_monitor->num_tasks(), rollback.path.c_str(),
+                   static_cast<long long>(rollback.iterations),
+                   static_cast<long long>(unsaved_steps), epoch);
+      std::fflush(options.out);
+    }
+    unsaved_steps = 0;
   }
   if (reporter.empty()) {
     // Everything was done before: report the restored model as it is.
@@ -470,6 +570,8 @@ std::string summary_json(const TrainSummary& s, const TrainOptions& o) {
                       {"num_workers", s.num_workers},
                       {"num_ps", s.num_ps},
                       {"optimizer_iterations", s.optimizer_iterations},
+                      {"ps_recoveries", s.ps_recoveries},
+                      {"rolled_back_steps", s.rolled_back_steps},
                       {"batch_size", o.batch_size},
                       {"optimizer", o.optimizer},
                       {"learning_rate", o.learning_rate},

@@ -40,6 +40,15 @@ struct TrainOptions {
   // Spec string of the variable partitioner: "none", "fixed:<shards>",
   // "min_size:<bytes>[:<max_shards>]", "max_size:<bytes>[:<max_shards>]".
   std::string partitioner = "none";
+  // What the loss of a ps task does: false stops training with UNAVAILABLE
+  // naming the task (TF's behaviour); true waits up to
+  // ps_recovery_timeout_seconds for it to come back, restores every ps to
+  // the latest checkpoint (saved every epoch, and once before the first)
+  // and trains on from there, reporting the steps rolled back; at most
+  // max_ps_recoveries times per run. Needs run_dir. See train/ps_recovery.h.
+  bool ps_recovery = false;
+  double ps_recovery_timeout_seconds = 300;
+  int max_ps_recoveries = 10;
   // Progress output; null for none.
   std::FILE* out = stdout;
   // Redraw one progress line in place (a terminal) rather than printing
@@ -73,6 +82,10 @@ struct TrainSummary {
   // The optimizer's `iterations` on the ps at the end: updates actually
   // applied (exactly once each), across resumes.
   int64_t optimizer_iterations = 0;
+  // Parameter-server recoveries (TrainOptions::ps_recovery) and the
+  // completed steps they rolled back (trained again afterwards).
+  int ps_recoveries = 0;
+  int64_t rolled_back_steps = 0;
 };
 
 // The classifier a --model name denotes (input_dim is Fashion-MNIST's).

@@ -6,6 +6,9 @@
 #include <signal.h>
 
 #include <atomic>
+#include <filesystem>
+#include <string>
+#include <vector>
 #include <memory>
 #include <thread>
 
@@ -54,6 +57,52 @@ inline ChaosRun train_while_killing_workers(TrainOptions options, absl::Duration
     }
   });
   options.out = nullptr;
+  ChaosRun run{train_classifier((*cluster)->cluster_spec(), options), 0};
+  done.Notify();
+  killer.join();
+  run.kills = kills.load();
+  return run;
+}
+
+// Trains `options` (ps recovery on; run_dir must be set) on 2 ps + 2
+// workers and kills ps (k % 2) once the k-th name of `after_checkpoints`
+// exists in <run_dir>/checkpoints and `delay` more has passed (so that some
+// steps complete after that checkpoint and are rolled back); the launcher
+// restarts it.
+inline ChaosRun train_while_killing_ps(TrainOptions options,
+                                       std::vector<std::string> after_checkpoints,
+                                       absl::Duration delay) {
+  LocalClusterOptions cluster_options;
+  cluster_options.num_ps = 2;
+  cluster_options.num_workers = 2;
+  cluster_options.binary_path = PSFLOW_BINARY_PATH;
+  cluster_options.max_restarts = 100;
+  cluster_options.restart_backoff = absl::Milliseconds(50);
+  absl::StatusOr<std::unique_ptr<LocalCluster>> cluster = LocalCluster::start(cluster_options);
+  EXPECT_TRUE(cluster.ok()) << cluster.status();
+  if (!cluster.ok()) return {cluster.status(), 0};
+  options.ps_recovery = true;
+  absl::Notification done;
+  std::atomic<int> kills{0};
+  std::thread killer([&] {
+    const absl::Time deadline = absl::Now() + absl::Seconds(600);
+    int restarts[2] = {0, 0};
+    for (const std::string& name : after_checkpoints) {
+      const std::string path = options.run_dir + "/checkpoints/" + name;
+      while (!std::filesystem::exists(path) && absl::Now() < deadline &&
+             !done.WaitForNotificationWithTimeout(absl::Milliseconds(10))) {
+      }
+      if (done.WaitForNotificationWithTimeout(delay)) return;
+      const int victim = kills.load() % 2;
+      if (!(*cluster)->signal_task("ps", victim, SIGKILL).ok()) return;
+      ++kills;
+      ++restarts[victim];
+      while (!done.HasBeenNotified() && absl::Now() < deadline &&
+             !(*cluster)->wait_for_restart("ps", victim, restarts[victim],
+                                           absl::Milliseconds(200)).ok()) {
+      }
+    }
+  });
   ChaosRun run{train_classifier((*cluster)->cluster_spec(), options), 0};
   done.Notify();
   killer.join();

@@ -1,5 +1,9 @@
 // The long chaos suite (`make chaos`): several epochs with a worker killed
-// every two seconds.
+// every two seconds; several epochs with a ps killed three times, with
+// recovery on.
+#include <filesystem>
+#include <string>
+
 #include "chaos_common.h"
 
 namespace psflow {
@@ -14,6 +18,26 @@ TEST(ChaosTest, FiveEpochsWithAWorkerKilledEveryTwoSeconds) {
   EXPECT_EQ(run.summary->steps, steps);
   EXPECT_EQ(run.summary->optimizer_iterations, steps);
   // The fault-free run reaches 0.885.
+  EXPECT_GT(run.summary->test_accuracy, 0.87);
+}
+
+TEST(ChaosTest, FiveEpochsWithAPsKilledThreeTimesAndRecovered) {
+  TrainOptions options;  // The demo's defaults.
+  options.run_dir = ::testing::TempDir() + "/psflow-chaos-ps-kills";
+  std::filesystem::remove_all(options.run_dir);
+  const int64_t steps_per_epoch = 60000 / 32;
+  // Each kill comes 2 s into epochs 2, 3 and 4 (about a third of an epoch).
+  testing::ChaosRun run = testing::train_while_killing_ps(
+      options,
+      {"ckpt-" + std::to_string(steps_per_epoch), "ckpt-" + std::to_string(2 * steps_per_epoch),
+       "ckpt-" + std::to_string(3 * steps_per_epoch)},
+      absl::Seconds(2));
+  ASSERT_TRUE(run.summary.ok()) << run.summary.status();
+  EXPECT_EQ(run.kills, 3);
+  EXPECT_EQ(run.summary->ps_recoveries, 3);
+  EXPECT_GT(run.summary->rolled_back_steps, 0);
+  EXPECT_EQ(run.summary->steps, 5 * steps_per_epoch);
+  EXPECT_EQ(run.summary->optimizer_iterations, 5 * steps_per_epoch);
   EXPECT_GT(run.summary->test_accuracy, 0.87);
 }
 

@@ -1,10 +1,15 @@
 // The short chaos run inside `make test` (the long ones: tests/fault,
 // `make chaos`): training finishes while workers are killed, every step is
 // applied exactly once, and accuracy stays at the no-fault level.
+#include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
 #include <thread>
 
 #include "../fault/chaos_common.h"
+#include "absl/strings/str_cat.h"
 
 namespace psflow {
 namespace {
@@ -64,6 +69,50 @@ TEST(ChaosShortTest, LosingAPsStopsTrainingNamingIt) {
       << summary.status();
   EXPECT_NE(summary.status().message().find("/job:ps/replica:0/task:1"), std::string_view::npos)
       << summary.status();
+}
+
+}  // namespace
+}  // namespace psflow
+
+namespace psflow {
+namespace {
+
+// Beyond TF: with recovery on, losing a ps mid-epoch costs the steps since
+// the last checkpoint, not the run. Every ps goes back to that checkpoint,
+// the lost steps are trained again, and the end state is that of a run
+// without the fault: every step applied exactly once.
+TEST(ChaosShortTest, LosingAPsWithRecoveryRollsBackAndFinishes) {
+  TrainOptions options;
+  options.epochs = 2;
+  options.batch_size = 256;
+  options.run_dir = ::testing::TempDir() + "/psflow-chaos-ps-recovery";
+  std::filesystem::remove_all(options.run_dir);
+  const std::string log = options.run_dir + ".log";
+  std::FILE* out = std::fopen(log.c_str(), "w");
+  ASSERT_NE(out, nullptr);
+  options.out = out;
+  const int64_t steps_per_epoch = 60000 / 256;
+  // Killed 300 ms into epoch 2 (an epoch takes a few seconds here).
+  testing::ChaosRun run = testing::train_while_killing_ps(
+      options, {"ckpt-" + std::to_string(steps_per_epoch)}, absl::Milliseconds(300));
+  std::fclose(out);
+  ASSERT_TRUE(run.summary.ok()) << run.summary.status();
+  ASSERT_EQ(run.kills, 1);
+  EXPECT_EQ(run.summary->ps_recoveries, 1);
+  EXPECT_GE(run.summary->rolled_back_steps, 0);
+  EXPECT_LT(run.summary->rolled_back_steps, steps_per_epoch);
+  EXPECT_EQ(run.summary->steps, 2 * steps_per_epoch);
+  EXPECT_EQ(run.summary->optimizer_iterations, 2 * steps_per_epoch);
+  // Two fault-free epochs of this configuration reach about 0.85.
+  EXPECT_GT(run.summary->test_accuracy, 0.80);
+  std::ifstream in(log);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("ps recovery 1: /job:ps/replica:0/task:0 restarted"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find(absl::StrCat(run.summary->rolled_back_steps,
+                                   " completed steps rolled back, training again from epoch 2")),
+            std::string::npos)
+      << text;
 }
 
 }  // namespace

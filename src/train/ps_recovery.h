@@ -1,0 +1,63 @@
+// Recovery from the loss of a parameter server (internal): telling a ps
+// fault apart from other errors, and waiting for the lost tasks to come
+// back.
+//
+// TF treats a lost ps as fatal; so does psflow by default. With recovery
+// on, the coordinator waits for the ps task to come back (the local
+// launcher, Kubernetes or Slurm restarts it) and restores *every* ps task
+// to the latest checkpoint, not only the restarted one: the surviving ps
+// tasks hold newer values and slots than the checkpoint, and the optimizer's
+// `iterations` lives on one task only, so restoring the lost task alone
+// would mix model states that never existed together and desynchronise the
+// step count the learning-rate schedule and the epoch are derived from.
+// Restoring all of them is the state of a coordinator rerun at that
+// checkpoint; the steps since then are rolled back and trained again.
+#ifndef PSFLOW_TRAIN_PS_RECOVERY_H_
+#define PSFLOW_TRAIN_PS_RECOVERY_H_
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "psflow/cluster_spec.h"
+
+namespace psflow {
+
+// The ps tasks of a cluster and the incarnation each had when last seen.
+// Thread-safety: use from one thread.
+class PsMonitor {
+ public:
+  // Records every ps task's incarnation (GetStatus), waiting for tasks
+  // still starting until `deadline`; the error names the tasks that did
+  // not answer.
+  [[nodiscard]] static absl::StatusOr<PsMonitor> create(const ClusterSpec& spec,
+                                                        absl::Time deadline);
+
+  // After `error` stopped training: waits until every ps task answers
+  // again (printing once to `out`, when not null, which tasks it waits for)
+  // and returns the names of those that restarted since they were last
+  // seen (a new incarnation: their variables are gone), adopting their new
+  // incarnations. Empty when every ps task is the one seen before: the
+  // error was not a ps fault. DEADLINE_EXCEEDED naming the tasks still
+  // down and quoting `error` when `deadline` passes first.
+  [[nodiscard]] absl::StatusOr<std::vector<std::string>> restarted_since(
+      const absl::Status& error, absl::Time deadline, std::FILE* out);
+
+  [[nodiscard]] int num_tasks() const { return static_cast<int>(tasks_.size()); }
+
+ private:
+  struct Task {
+    std::string address;
+    std::string name;
+    uint64_t incarnation = 0;
+  };
+  explicit PsMonitor(std::vector<Task> tasks) : tasks_(std::move(tasks)) {}
+  std::vector<Task> tasks_;
+};
+
+}  // namespace psflow
+
+#endif  // PSFLOW_TRAIN_PS_RECOVERY_H_
