@@ -37,6 +37,13 @@ struct ChannelOptions {
   // once; this bounds a peer that silently drops packets).
   absl::Duration connect_timeout = absl::Seconds(5);
   int max_message_bytes = kDefaultMaxMessageBytes;
+  // How long a connection may go without answering before its calls fail
+  // with UNAVAILABLE: a ping after keepalive_time, dropped after
+  // keepalive_timeout without an ack. This is what notices a peer that is
+  // paused (SIGSTOP) or whose machine vanished. keepalive_time must stay at
+  // or above the servers' kMinPingInterval.
+  absl::Duration keepalive_time = kKeepaliveTime;
+  absl::Duration keepalive_timeout = kKeepaliveTimeout;
 };
 
 // An insecure channel to `target` ("host:port") with the options above.

@@ -110,6 +110,42 @@ inline ChaosRun train_while_killing_ps(TrainOptions options,
   return run;
 }
 
+// Trains `options` on 2 ps + 2 workers and SIGSTOPs worker 1 once
+// `pause_after` has passed, for `pause_for`, then SIGCONTs it. The worker
+// is never killed: `run.kills` counts the pauses (0 or 1) and
+// `paused_worker_restarts` how often the launcher restarted it (expect 0).
+struct PauseRun {
+  ChaosRun run;
+  int paused_worker_restarts = -1;
+};
+inline PauseRun train_while_pausing_a_worker(TrainOptions options, absl::Duration pause_after,
+                                             absl::Duration pause_for) {
+  LocalClusterOptions cluster_options;
+  cluster_options.num_ps = 2;
+  cluster_options.num_workers = 2;
+  cluster_options.binary_path = PSFLOW_BINARY_PATH;
+  absl::StatusOr<std::unique_ptr<LocalCluster>> cluster = LocalCluster::start(cluster_options);
+  EXPECT_TRUE(cluster.ok()) << cluster.status();
+  if (!cluster.ok()) return {{cluster.status(), 0}, -1};
+  absl::Notification done;
+  std::atomic<int> pauses{0};
+  std::thread pauser([&] {
+    if (done.WaitForNotificationWithTimeout(pause_after)) return;
+    if (!(*cluster)->signal_task("worker", 1, SIGSTOP).ok()) return;
+    ++pauses;
+    // The pause ends after `pause_for` even when training ended first.
+    (void)done.WaitForNotificationWithTimeout(pause_for);
+    (void)(*cluster)->signal_task("worker", 1, SIGCONT);
+  });
+  PauseRun out;
+  out.run.summary = train_classifier((*cluster)->cluster_spec(), options);
+  done.Notify();
+  pauser.join();
+  out.run.kills = pauses.load();
+  out.paused_worker_restarts = (*cluster)->restart_count("worker", 1).value_or(-1);
+  return out;
+}
+
 }  // namespace psflow::testing
 
 #endif  // PSFLOW_TESTS_FAULT_CHAOS_COMMON_H_

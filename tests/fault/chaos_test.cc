@@ -1,6 +1,6 @@
 // The long chaos suite (`make chaos`): several epochs with a worker killed
 // every two seconds; several epochs with a ps killed three times, with
-// recovery on.
+// recovery on; a worker paused (SIGSTOP) for 30 s.
 #include <filesystem>
 #include <string>
 
@@ -39,6 +39,25 @@ TEST(ChaosTest, FiveEpochsWithAPsKilledThreeTimesAndRecovered) {
   EXPECT_EQ(run.summary->steps, 5 * steps_per_epoch);
   EXPECT_EQ(run.summary->optimizer_iterations, 5 * steps_per_epoch);
   EXPECT_GT(run.summary->test_accuracy, 0.87);
+}
+
+// A paused worker (SIGSTOP: the process is there, its socket open, but it
+// answers nothing) is noticed by the channel keepalive (about 20 s), its
+// closure runs on the other worker, and when it resumes (SIGCONT) the
+// updates of the closure it was running are not applied a second time.
+TEST(ChaosTest, AWorkerPausedLongerThanTheKeepaliveIsWorkedAround) {
+  TrainOptions options;  // The demo's defaults, 3 epochs.
+  options.epochs = 3;
+  options.out = nullptr;
+  testing::PauseRun paused =
+      testing::train_while_pausing_a_worker(options, absl::Seconds(2), absl::Seconds(30));
+  ASSERT_TRUE(paused.run.summary.ok()) << paused.run.summary.status();
+  ASSERT_EQ(paused.run.kills, 1);
+  EXPECT_EQ(paused.paused_worker_restarts, 0);
+  const int64_t steps = 3 * (60000 / 32);
+  EXPECT_EQ(paused.run.summary->steps, steps);
+  EXPECT_EQ(paused.run.summary->optimizer_iterations, steps);
+  EXPECT_GT(paused.run.summary->test_accuracy, 0.86);
 }
 
 }  // namespace
