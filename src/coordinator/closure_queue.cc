@@ -8,7 +8,9 @@
 namespace psflow {
 
 ClosureQueue::ClosureQueue(int64_t max_queued, absl::AnyInvocable<void()> on_first_error)
-    : max_queued_(max_queued), on_first_error_(std::move(on_first_error)) {}
+    : max_queued_(max_queued),
+      on_first_error_(std::move(on_first_error)),
+      last_finish_(absl::Now()) {}
 
 absl::Status ClosureQueue::put(std::shared_ptr<Closure> closure) {
   absl::MutexLock put_lock(&put_wait_mu_);
@@ -104,6 +106,7 @@ void ClosureQueue::mark_finished(const std::shared_ptr<Closure>& closure, Struct
   closure->finish(std::move(result));
   absl::MutexLock lock(&mu_);
   --in_flight_;
+  last_finish_ = absl::Now();
 }
 
 void ClosureQueue::mark_failed(const std::shared_ptr<Closure>& closure, absl::Status error) {
@@ -111,6 +114,7 @@ void ClosureQueue::mark_failed(const std::shared_ptr<Closure>& closure, absl::St
   {
     absl::MutexLock lock(&mu_);
     first = record_error_locked(error);
+    last_finish_ = absl::Now();
   }
   if (first) on_first_error_();
   // Before the cancellations: closures waiting for this one get an input
@@ -136,6 +140,28 @@ void ClosureQueue::put_back(std::shared_ptr<Closure> closure) {
   closure->finish(std::move(cancelled));
   absl::MutexLock lock(&mu_);
   --in_flight_;
+}
+
+int64_t ClosureQueue::abort_queued(const absl::Status& error) {
+  bool first;
+  std::vector<std::shared_ptr<Closure>> aborted;
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopped_) return 0;
+    first = record_error_locked(error);
+    aborted = take_all_locked();
+    ++in_flight_;  // Until the results are set: no report overtakes them.
+  }
+  if (first) on_first_error_();
+  for (const std::shared_ptr<Closure>& closure : aborted) closure->finish(error);
+  absl::MutexLock lock(&mu_);
+  --in_flight_;
+  return static_cast<int64_t>(aborted.size());
+}
+
+absl::Time ClosureQueue::last_finish() const {
+  absl::MutexLock lock(&mu_);
+  return last_finish_;
 }
 
 absl::Status ClosureQueue::wait() {

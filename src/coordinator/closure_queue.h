@@ -14,6 +14,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "coordinator/closure.h"
 
 namespace psflow {
@@ -67,6 +68,12 @@ class ClosureQueue : public std::enable_shared_from_this<ClosureQueue> {
   // per worker), so that a dispatcher never blocks on it.
   void put_back(std::shared_ptr<Closure> closure);
 
+  // Fails everything waiting or queued with `error` (not CANCELLED: the
+  // queue itself gave up on them, e.g. no worker is left) and records
+  // `error` as a closure failure would, so that join/schedule/done report
+  // it once. Returns how many closures it failed.
+  int64_t abort_queued(const absl::Status& error);
+
   // Cancels everything waiting or queued (CANCELLED, "coordinator
   // destroyed"), and makes get() return null and put() fail. Closures in
   // flight finish as usual (put_back cancels them).
@@ -78,6 +85,8 @@ class ClosureQueue : public std::enable_shared_from_this<ClosureQueue> {
   // Closures queued (waiting included) and in flight, for tests and logs.
   [[nodiscard]] int64_t num_queued() const;
   [[nodiscard]] int64_t num_in_flight() const;
+  // When a closure last finished or failed (construction time before that).
+  [[nodiscard]] absl::Time last_finish() const;
 
  private:
   // Called once every input of `closure` is READY.
@@ -111,6 +120,7 @@ class ClosureQueue : public std::enable_shared_from_this<ClosureQueue> {
   // Keyed by closure id: cancelled in schedule order.
   std::map<uint64_t, std::shared_ptr<Closure>> waiting_ ABSL_GUARDED_BY(mu_);
   int64_t in_flight_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::Time last_finish_ ABSL_GUARDED_BY(mu_);
   absl::Status error_ ABSL_GUARDED_BY(mu_);
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;
 };
