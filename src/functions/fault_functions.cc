@@ -1,5 +1,8 @@
 // Probes for the fault-injection tests, registered in every psflow binary
 // so that real worker processes can run them.
+#include <signal.h>
+#include <unistd.h>
+
 #include <cstdint>
 
 #include "absl/status/status.h"
@@ -37,6 +40,15 @@ absl::StatusOr<Structure> increment_then_work(WorkerContext& ctx, const Structur
   return Structure(static_cast<int64_t>(ctx.worker_index()));
 }
 PSFLOW_REGISTER_FUNCTION("testing/increment_then_work", &increment_then_work);
+
+// A poison closure: SIGKILLs the worker process that runs it, as a function
+// that crashes its worker would (the coordinator sees a worker failure,
+// never an application error).
+PSFLOW_REGISTER_FUNCTION("testing/kill_own_worker",
+                         [](WorkerContext&, const Structure&) -> absl::StatusOr<Structure> {
+                           ::kill(::getpid(), SIGKILL);
+                           return absl::InternalError("still alive after SIGKILL");
+                         });
 
 }  // namespace
 }  // namespace psflow

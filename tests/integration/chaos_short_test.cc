@@ -191,3 +191,54 @@ TEST(ChaosShortTest, CounterEqualsClosuresUnderRepeatedKills) {
 
 }  // namespace
 }  // namespace psflow
+
+namespace psflow {
+namespace {
+
+// (f) of the chaos suite: a closure that kills every worker it runs on is
+// failed after max_worker_failures_per_closure attempts instead of looping;
+// the error is reported once and the restarted workers take work again.
+TEST(ChaosShortTest, PoisonClosureIsFailedAfterTheRetryBound) {
+  LocalClusterOptions cluster_options;
+  cluster_options.num_ps = 1;
+  cluster_options.num_workers = 2;
+  cluster_options.binary_path = PSFLOW_BINARY_PATH;
+  cluster_options.max_restarts = 20;
+  cluster_options.restart_backoff = absl::Milliseconds(20);
+  std::unique_ptr<LocalCluster> cluster = *LocalCluster::start(cluster_options);
+  std::unique_ptr<ParameterServerStrategy> strategy = *ParameterServerStrategy::create(
+      SimpleClusterResolver(cluster->cluster_spec(), "chief", 0));
+  ClusterCoordinatorOptions options;
+  options.max_worker_failures_per_closure = 3;
+  std::unique_ptr<ClusterCoordinator> coordinator =
+      *ClusterCoordinator::create(*strategy, options);
+  absl::StatusOr<RemoteValue> poison = coordinator->schedule("testing/kill_own_worker", {});
+  ASSERT_TRUE(poison.ok()) << poison.status();
+  const absl::Status fetched = poison->fetch().status();
+  EXPECT_TRUE(absl::IsUnavailable(fetched)) << fetched;
+  EXPECT_NE(fetched.message().find("testing/kill_own_worker"), std::string_view::npos) << fetched;
+  EXPECT_NE(fetched.message().find("3"), std::string_view::npos) << fetched;
+  EXPECT_EQ(coordinator->join(), fetched);  // reported once ...
+  // ... then usable again: the restarted workers take closures.
+  for (int i = 0; i < 4; ++i) {
+    absl::StatusOr<RemoteValue> r = coordinator->schedule("testing/worker_index", {});
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_TRUE(r->fetch().ok()) << r->fetch().status();
+  }
+  EXPECT_TRUE(coordinator->join().ok());
+  // One worker death per attempt, no more (the launcher counts a death
+  // once it has seen it: wait, bounded, for the last one).
+  int restarts = 0;
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  do {
+    restarts = 0;
+    for (int w = 0; w < 2; ++w) {
+      restarts += cluster->restart_count("worker", w).value_or(0);
+      if (restarts < 3) (void)cluster->wait_for_restart("worker", w, 2, absl::Milliseconds(20));
+    }
+  } while (restarts < 3 && absl::Now() < deadline);
+  EXPECT_EQ(restarts, 3);
+}
+
+}  // namespace
+}  // namespace psflow
