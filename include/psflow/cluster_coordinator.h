@@ -12,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "psflow/function_registry.h"
 #include "psflow/per_worker.h"
+#include "psflow/per_worker_resource.h"
 #include "psflow/remote_value.h"
 #include "psflow/structure.h"
 #include "psflow/variable_handle.h"
@@ -53,6 +54,13 @@ struct ClusterCoordinatorOptions {
   // deterministic order, and within each ps's window of the last 2^20
   // updates. False: TF's at-least-once.
   bool exactly_once = true;
+  // Same-worker chaining (gRPC workers): each worker keeps the results of
+  // its recent closures in a bounded cache (ExecutorServiceOptions::
+  // result_cache_*), and a RemoteValue argument computed by the worker
+  // (process) that runs the closure is sent as a reference to that result
+  // rather than its value. A worker that no longer holds it says so and
+  // gets the value instead, invisibly. False: always send values.
+  bool same_worker_chaining = true;
 };
 
 // Runs closures (a registered function and its arguments) on a pool of
@@ -131,6 +139,17 @@ class ClusterCoordinator {
   [[nodiscard]] absl::StatusOr<PerWorkerDataset> create_per_worker_dataset(
       std::string_view dataset_fn, Structure args = {}) const {
     return PerWorkerDataset::create(std::string(dataset_fn), std::move(args));
+  }
+
+  // TF's create_per_worker_resource (the per-worker values of a resource
+  // function): `resource_fn` is a registered resource function
+  // (PSFLOW_RESOURCE_FUNCTION) that each worker runs, with its index and
+  // `args`, the first time one of its closures asks for the resource
+  // (WorkerContext::resource); NOT_FOUND when it is not registered. Every
+  // call makes a new resource.
+  [[nodiscard]] absl::StatusOr<PerWorkerResource> create_per_worker_resource(
+      std::string_view resource_fn, Structure args = {}) const {
+    return PerWorkerResource::create(std::string(resource_fn), std::move(args));
   }
 
   [[nodiscard]] int num_workers() const;

@@ -41,7 +41,10 @@ std::ostream& operator<<(std::ostream& os, RemoteValueStatus status);
 // A handle: copies share one value, and a default-constructed RemoteValue is
 // empty (fetch gives FAILED_PRECONDITION). Beyond TF, a RemoteValue may be
 // an argument of a later schedule(): that closure waits (without holding a
-// worker) until this one has finished, and receives its value.
+// worker) until this one has finished, and receives its value; when both
+// run on the same worker process, the value does not travel again: the
+// worker keeps recent results and the coordinator sends a reference
+// (ClusterCoordinatorOptions::same_worker_chaining).
 //
 // Thread-safety: thread-safe; copies may be used from any threads.
 class RemoteValue {

@@ -11,6 +11,7 @@
 
 #include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
+#include "psflow/per_worker_resource.h"
 #include "psflow/structure.h"
 #include "psflow/variable.h"
 #include "psflow/variable_handle.h"
@@ -111,11 +112,35 @@ class WorkerContext {
   // StopIteration inside a scheduled function).
   [[nodiscard]] absl::StatusOr<Structure> next(const Structure& iterator) const;
 
+  // This worker's copy of a per-worker resource (`handle` is
+  // PerWorkerResource::handle(), as the coordinator passed it), built by its
+  // registered resource function the first time a closure on this worker
+  // asks for it; concurrent first uses build it once. Errors:
+  // INVALID_ARGUMENT for a malformed handle; NOT_FOUND when the resource
+  // function is not registered in this binary; the resource function's own
+  // error, naming it and this worker (not remembered: the next use tries
+  // again).
+  [[nodiscard]] absl::StatusOr<WorkerResource> resource(const Structure& handle) const;
+  // The same, typed: FAILED_PRECONDITION naming both types when the
+  // resource holds another type than T.
+  template <typename T>
+  [[nodiscard]] absl::StatusOr<std::shared_ptr<T>> resource(const Structure& handle) const {
+    absl::StatusOr<WorkerResource> r = resource(handle);
+    if (!r.ok()) return r.status();
+    std::shared_ptr<T> typed = r->template get<T>();
+    if (typed == nullptr) return resource_type_error(handle, r->type(), typeid(T));
+    return typed;
+  }
+
   // The lookup itself, for code that rebuilds many handles; null when the
   // worker has no parameter servers.
   [[nodiscard]] const VariableClientLookup* variable_clients() const { return variables_; }
 
  private:
+  [[nodiscard]] absl::Status resource_type_error(const Structure& handle,
+                                                 const std::type_info& held,
+                                                 const std::type_info& wanted) const;
+
   int worker_index_;
   int num_workers_;
   uint64_t closure_id_;

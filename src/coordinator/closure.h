@@ -11,7 +11,9 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/functional/function_ref.h"
 #include "coordinator/remote_value_state.h"
+#include "coordinator/worker_connection.h"
 #include "psflow/remote_value.h"
 #include "psflow/structure.h"
 
@@ -46,6 +48,18 @@ class Closure {
   // replaced by its value (the place where per-worker values will pick that
   // worker's slice). Requires every input READY without error.
   [[nodiscard]] Structure resolve_args(int worker_index) const;
+  // As resolve_args, except that each RemoteValue for which
+  // `by_reference(state)` is true becomes None in the args plus an entry of
+  // `refs` (its closure id and place): the worker substitutes the result it
+  // kept, so the value is neither encoded nor sent (same-worker chaining).
+  [[nodiscard]] Structure resolve_args(
+      int worker_index,
+      absl::FunctionRef<bool(const internal::RemoteValueState& input)> by_reference,
+      std::vector<RunRequest::InputRef>* refs) const;
+
+  // Set when a worker answered that it no longer holds a referenced input:
+  // the closure's later runs carry values only. Owned by the dispatchers.
+  bool send_values = false;
 
   // Sets the result (the owner only, once).
   void finish(absl::StatusOr<Structure> result) { output_->set_result(std::move(result)); }

@@ -25,7 +25,8 @@ Cluster::Cluster(std::vector<std::unique_ptr<WorkerConnection>> workers,
         std::make_unique<WorkerDispatcher>(static_cast<int>(i), std::move(workers[i]), queue_,
                                            options.max_in_flight_per_worker,
                                            options.max_worker_failures_per_closure,
-                                           options.exactly_once ? session_ : 0));
+                                           options.exactly_once ? session_ : 0,
+                                           options.same_worker_chaining ? session_ : 0));
   }
   for (auto& dispatcher : dispatchers_) dispatcher->start();
 }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <memory>
 #include <utility>
+#include <variant>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
@@ -46,14 +47,12 @@ class GrpcWorkerConnection final : public WorkerConnection {
   ~GrpcWorkerConnection() override {
     absl::MutexLock lock(&mu_);
     for (auto& [id, call] : calls_) call->context.TryCancel();
-    mu_.Await(absl::Condition(
-        +[](absl::flat_hash_map<uint64_t, std::unique_ptr<Call>>* calls) {
-          return calls->empty();
-        },
-        &calls_));
+    for (auto& [raw, call] : cancel_calls_) call->context.TryCancel();
+    mu_.Await(absl::Condition(this, &GrpcWorkerConnection::no_calls_locked));
   }
 
   int max_in_flight() const override { return kMaxInFlight; }
+  bool supports_result_refs() const override { return true; }
 
   absl::Status probe(absl::Time deadline) override {
     return get_status(channel_, target_, kWorkerJob, worker_index_, deadline).status();
@@ -69,6 +68,18 @@ class GrpcWorkerConnection final : public WorkerConnection {
     call->request.set_session(request.session);
     call->request.set_function_name(std::move(request.function_name));
     structure_to_proto(request.args, call->request.mutable_args());
+    call->request.set_result_session(request.result_session);
+    for (const RunRequest::InputRef& ref : request.input_refs) {
+      v1::ResultRef* out = call->request.add_input_refs();
+      out->set_closure_id(ref.closure_id);
+      for (const auto& element : ref.path) {
+        if (const auto* index = std::get_if<int64_t>(&element)) {
+          out->add_path()->set_index(*index);
+        } else {
+          out->add_path()->set_key(std::get<std::string>(element));
+        }
+      }
+    }
     {
       absl::MutexLock lock(&mu_);
       call->key = ++next_key_;
@@ -86,12 +97,21 @@ class GrpcWorkerConnection final : public WorkerConnection {
       });
       if (!running) return;
     }
-    // Fire and forget, bounded: the run itself reports the outcome.
-    auto cancel_call = std::make_shared<CancelCall>();
+    // Fire and forget, bounded: the run itself reports the outcome. The
+    // call is owned here, never by its callback (see finish()).
+    auto owned = std::make_unique<CancelCall>();
+    CancelCall* cancel_call = owned.get();
     configure_context(cancel_call->context, absl::Now() + absl::Seconds(5));
     cancel_call->request.set_closure_id(closure_id);
+    {
+      absl::MutexLock lock(&mu_);
+      cancel_calls_.emplace(cancel_call, std::move(owned));
+    }
     stub_->async()->CancelFunction(&cancel_call->context, &cancel_call->request,
-                                   &cancel_call->response, [cancel_call](grpc::Status) {});
+                                   &cancel_call->response, [this, cancel_call](grpc::Status) {
+                                     absl::MutexLock lock(&mu_);
+                                     cancel_calls_.erase(cancel_call);
+                                   });
   }
 
  private:
@@ -111,9 +131,16 @@ class GrpcWorkerConnection final : public WorkerConnection {
 
   void finish(Call* call, const grpc::Status& status) {
     RunResult result;
+    if (status.ok()) {
+      result.incarnation = call->response.incarnation();
+      result.result_kept = call->response.result_kept();
+    }
     if (!status.ok()) {
       result.transport = annotate_with_task(from_grpc_status(status), task_name_, target_);
       result.output = result.transport;
+    } else if (call->response.input_refs_missing()) {
+      result.input_refs_missing = true;
+      result.output = absl::UnavailableError("the worker no longer holds the referenced inputs");
     } else if (call->response.code() != 0) {
       result.output = absl::Status(function_code(call->response.code()), call->response.message());
     } else {
@@ -130,13 +157,17 @@ class GrpcWorkerConnection final : public WorkerConnection {
     // Run `done` before releasing the call: the destructor waits for
     // calls_ to empty, so `this` outlives every callback.
     std::move(done)(std::move(result));
-    std::unique_ptr<Call> owned;
+    // The call (its ClientContext) is freed under the lock, before the
+    // destructor can see the map empty and drop the channel: were the
+    // context freed after that, on this gRPC callback thread, it could
+    // release the channel's last reference there, which gRPC 1.51 does not
+    // support (it aborts: "ref_counted.h assertion failed: prior > 0").
     absl::MutexLock lock(&mu_);
-    auto it = calls_.find(call->key);
-    if (it != calls_.end()) {
-      owned = std::move(it->second);
-      calls_.erase(it);
-    }
+    calls_.erase(call->key);
+  }
+
+  bool no_calls_locked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return calls_.empty() && cancel_calls_.empty();
   }
 
   const std::string target_;
@@ -148,6 +179,8 @@ class GrpcWorkerConnection final : public WorkerConnection {
   absl::Mutex mu_;
   uint64_t next_key_ ABSL_GUARDED_BY(mu_) = 0;
   absl::flat_hash_map<uint64_t, std::unique_ptr<Call>> calls_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<CancelCall*, std::unique_ptr<CancelCall>> cancel_calls_
+      ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,23 @@ class RemoteValueState {
   // Whether READY with an error; false otherwise.
   [[nodiscard]] bool failed() const;
 
+  // Which worker process also keeps the value (its result cache, for
+  // same-worker chaining): set by the dispatcher before set_result, when
+  // the worker said it kept the result.
+  struct Holder {
+    uint64_t result_session = 0;  // Of the coordinator that ran it.
+    int worker_index = -1;
+    uint64_t incarnation = 0;
+  };
+  void set_holder(Holder holder) {
+    absl::MutexLock lock(&mu_);
+    holder_ = holder;
+  }
+  [[nodiscard]] std::optional<Holder> holder() const {
+    absl::MutexLock lock(&mu_);
+    return holder_;
+  }
+
   // Runs `callback` once READY: at once, on this thread, when it already
   // is; otherwise on the thread that sets the result. Callbacks must not
   // block; they are what lets a dependent closure move on.
@@ -63,6 +81,7 @@ class RemoteValueState {
   RemoteValueStatus status_ ABSL_GUARDED_BY(mu_) = RemoteValueStatus::kNotReady;
   absl::StatusOr<Structure> result_ ABSL_GUARDED_BY(mu_);
   std::vector<Callback> callbacks_ ABSL_GUARDED_BY(mu_);
+  std::optional<Holder> holder_ ABSL_GUARDED_BY(mu_);
 };
 
 // Reaches the state inside a RemoteValue.

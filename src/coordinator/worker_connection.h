@@ -5,11 +5,13 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/functional/any_invocable.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "coordinator/result_cache.h"
 #include "psflow/structure.h"
 
 namespace psflow {
@@ -22,6 +24,16 @@ struct RunRequest {
   // The coordinator's random session: with closure_id, what parameter
   // servers deduplicate the closure's updates by (0: none).
   uint64_t session = 0;
+  // Same-worker chaining (connections whose supports_result_refs()):
+  // non-zero asks the worker to keep the result under (result_session,
+  // closure_id), and `input_refs` name results it kept earlier, each with
+  // the place in `args` (None there) where it goes.
+  uint64_t result_session = 0;
+  struct InputRef {
+    uint64_t closure_id = 0;
+    StructurePath path = {};
+  };
+  std::vector<InputRef> input_refs = {};
 };
 
 // What came back. Two levels, because they mean different things:
@@ -34,9 +46,18 @@ struct RunRequest {
 //    outcome, whatever the code: an UNAVAILABLE that the function itself
 //    returned (say, from a parameter server) is an application error, never
 //    a reason to retry on another worker.
+//
+// With an OK `transport`, `input_refs_missing` means the worker ran nothing
+// because it no longer holds some input_refs' results: the dispatcher sends
+// the closure again with values (never an error).
 struct RunResult {
   absl::Status transport;
   absl::StatusOr<Structure> output;
+  bool input_refs_missing = false;
+  // The worker kept the result for later input_refs (see RunRequest).
+  bool result_kept = false;
+  // The worker process's incarnation (0: unknown).
+  uint64_t incarnation = 0;
 };
 
 // Thread-safety: implementations are thread-safe. The coordinator keeps at
@@ -53,6 +74,10 @@ class WorkerConnection {
   // Whether the worker answers now (a cheap call that runs no closure):
   // how a dispatcher learns that a failed worker is back. OK by default.
   [[nodiscard]] virtual absl::Status probe(absl::Time deadline) { return absl::OkStatus(); }
+
+  // Whether the worker keeps results and resolves RunRequest::input_refs
+  // (same-worker chaining); otherwise both are left empty.
+  [[nodiscard]] virtual bool supports_result_refs() const { return false; }
 
   // "/job:worker/replica:0/task:<i>", for messages.
   [[nodiscard]] virtual std::string task_name() const = 0;

@@ -1,11 +1,18 @@
 #include "psflow/worker_context.h"
 
+#include <cxxabi.h>
+
+#include <cstdlib>
 #include <memory>
+#include <typeinfo>
 #include <utility>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "base/status_macros.h"
 #include "psflow/per_worker.h"
+#include "psflow/per_worker_resource.h"
 
 namespace psflow {
 
@@ -72,6 +79,75 @@ absl::StatusOr<Structure> WorkerContext::next(const Structure& handle) const {
                                               worker_index_, " (TF's StopIteration)."));
   }
   return *std::move(element);
+}
+
+namespace {
+
+// A worker's copy of one per-worker resource; the mutex makes concurrent
+// first uses build it once.
+struct ResourceSlot {
+  absl::Mutex mu;
+  WorkerResource value ABSL_GUARDED_BY(mu);
+};
+
+// "std::string" rather than "NSt7__cxx1112basic_string...", for messages.
+std::string type_name(const std::type_info& type) {
+  int status = 0;
+  char* demangled = abi::__cxa_demangle(type.name(), nullptr, nullptr, &status);
+  std::string out = status == 0 && demangled != nullptr ? demangled : type.name();
+  std::free(demangled);
+  return out;
+}
+
+absl::Status bad_resource_handle(const Structure& handle) {
+  return absl::InvalidArgumentError(absl::StrCat(
+      "Expected a per-worker resource (PerWorkerResource::handle()); got ",
+      handle.debug_string().substr(0, 200)));
+}
+
+}  // namespace
+
+absl::StatusOr<WorkerResource> WorkerContext::resource(const Structure& handle) const {
+  if (!PerWorkerResource::is_handle(handle)) return bad_resource_handle(handle);
+  const Structure& id = handle["psflow_per_worker_resource"];
+  auto fn_it = handle.fields().find("resource_fn");
+  auto args_it = handle.fields().find("args");
+  if (id.kind() != Structure::Kind::kString || fn_it == handle.fields().end() ||
+      fn_it->second.kind() != Structure::Kind::kString || args_it == handle.fields().end()) {
+    return bad_resource_handle(handle);
+  }
+  const std::string& fn_name = fn_it->second.string_value();
+  auto& slot =
+      resources_->get_or_create<ResourceSlot>(absl::StrCat("psflow/resource/", id.string_value()));
+  absl::MutexLock lock(&slot.mu);
+  if (!slot.value.empty()) return slot.value;
+  PSFLOW_ASSIGN_OR_RETURN(ResourceFunction fn, ResourceRegistry::global().lookup(fn_name));
+  absl::StatusOr<WorkerResource> built =
+      fn(ResourceContext{worker_index_, num_workers_}, args_it->second);
+  if (built.ok() && built->empty()) {
+    built = absl::InternalError("it returned an empty WorkerResource");
+  }
+  if (!built.ok()) {
+    return absl::Status(built.status().code(),
+                        absl::StrCat("building per-worker resource '", fn_name, "' on worker ",
+                                     worker_index_, ": ", built.status().message()));
+  }
+  slot.value = *std::move(built);
+  return slot.value;
+}
+
+absl::Status WorkerContext::resource_type_error(const Structure& handle,
+                                                const std::type_info& held,
+                                                const std::type_info& wanted) const {
+  const std::string fn = PerWorkerResource::is_handle(handle) &&
+                                 handle.fields().contains("resource_fn") &&
+                                 handle["resource_fn"].kind() == Structure::Kind::kString
+                             ? handle["resource_fn"].string_value()
+                             : std::string("?");
+  return absl::FailedPreconditionError(
+      absl::StrCat("Per-worker resource '", fn, "' on worker ", worker_index_, " holds a ",
+                   type_name(held), ", not the requested ", type_name(wanted),
+                   "; ask WorkerContext::resource<T> for the type its resource function made."));
 }
 
 }  // namespace psflow

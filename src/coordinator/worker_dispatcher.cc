@@ -1,6 +1,7 @@
 #include "coordinator/worker_dispatcher.h"
 
 #include <algorithm>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -19,13 +20,15 @@ constexpr absl::Duration kProbeTimeout = absl::Seconds(1);
 
 WorkerDispatcher::WorkerDispatcher(int worker_index, std::unique_ptr<WorkerConnection> connection,
                                    std::shared_ptr<ClosureQueue> queue, int max_in_flight,
-                                   int max_worker_failures, uint64_t session)
+                                   int max_worker_failures, uint64_t session,
+                                   uint64_t result_session)
     : worker_index_(worker_index),
       connection_(std::move(connection)),
       queue_(std::move(queue)),
       max_in_flight_(std::max(1, std::min(max_in_flight, connection_->max_in_flight()))),
       max_worker_failures_(max_worker_failures),
-      session_(session) {}
+      session_(session),
+      result_session_(connection_->supports_result_refs() ? result_session : 0) {}
 
 WorkerDispatcher::~WorkerDispatcher() {
   PSFLOW_CHECK(!thread_.joinable(), "WorkerDispatcher destroyed before join()");
@@ -72,10 +75,23 @@ void WorkerDispatcher::loop() {
       +[](absl::flat_hash_set<uint64_t>* running) { return running->empty(); }, &running_));
 }
 
-void WorkerDispatcher::start_run(std::shared_ptr<Closure> closure) {
-  ++closure->attempts;
-  RunRequest request{closure->id(), closure->function_name(),
-                     closure->resolve_args(worker_index_), session_};
+void WorkerDispatcher::start_run(std::shared_ptr<Closure> closure, bool resend) {
+  if (!resend) ++closure->attempts;
+  RunRequest request{closure->id(), closure->function_name(), Structure(), session_};
+  request.result_session = result_session_;
+  const uint64_t incarnation = incarnation_.load(std::memory_order_relaxed);
+  if (result_session_ != 0 && incarnation != 0 && !closure->send_values) {
+    request.args = closure->resolve_args(
+        worker_index_,
+        [&](const internal::RemoteValueState& input) {
+          const std::optional<internal::RemoteValueState::Holder> holder = input.holder();
+          return holder.has_value() && holder->result_session == result_session_ &&
+                 holder->worker_index == worker_index_ && holder->incarnation == incarnation;
+        },
+        &request.input_refs);
+  } else {
+    request.args = closure->resolve_args(worker_index_);
+  }
   bool healthy;
   {
     absl::MutexLock lock(&mu_);
@@ -89,6 +105,16 @@ void WorkerDispatcher::start_run(std::shared_ptr<Closure> closure) {
 
 void WorkerDispatcher::on_run_done(const std::shared_ptr<Closure>& closure, bool was_healthy,
                                    RunResult result) {
+  if (result.transport.ok() && result.incarnation != 0) {
+    incarnation_.store(result.incarnation, std::memory_order_relaxed);
+  }
+  if (result.transport.ok() && result.input_refs_missing) {
+    // The worker evicted a referenced input or restarted: the same run
+    // again with values (still outstanding, so join() keeps waiting).
+    closure->send_values = true;
+    start_run(closure, /*resend=*/true);
+    return;
+  }
   // The queue learns the outcome before this run stops counting as
   // outstanding, so join() (which waits on the dispatcher thread) never
   // sees a closure vanish.
@@ -134,6 +160,10 @@ void WorkerDispatcher::on_run_done(const std::shared_ptr<Closure>& closure, bool
       }
       queue_->mark_failed(closure, std::move(result.output).status());
     } else {
+      if (result.result_kept && result_session_ != 0) {
+        internal::RemoteValueAccess::state(closure->output())
+            ->set_holder({result_session_, worker_index_, result.incarnation});
+      }
       queue_->mark_finished(closure, *std::move(result.output));
     }
   }

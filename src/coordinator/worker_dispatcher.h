@@ -3,6 +3,7 @@
 #ifndef PSFLOW_COORDINATOR_WORKER_DISPATCHER_H_
 #define PSFLOW_COORDINATOR_WORKER_DISPATCHER_H_
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <thread>
@@ -31,13 +32,21 @@ namespace psflow {
 // failure; after `max_worker_failures` of them it fails as a poison
 // closure instead of being retried.
 //
+// Same-worker chaining (a non-zero `result_session` and a connection that
+// supports_result_refs): the worker keeps each result in its bounded result
+// cache, and a RemoteValue argument produced by this worker's current
+// process (same incarnation) is sent as a reference rather than its value.
+// When the worker answers that it no longer holds it, the closure is sent
+// again at once with values, which users never see.
+//
 // Thread-safety: thread-safe.
 class WorkerDispatcher {
  public:
   // `max_in_flight` >= 1; capped by the connection's own limit.
   WorkerDispatcher(int worker_index, std::unique_ptr<WorkerConnection> connection,
                    std::shared_ptr<ClosureQueue> queue, int max_in_flight = 1,
-                   int max_worker_failures = 0, uint64_t session = 0);
+                   int max_worker_failures = 0, uint64_t session = 0,
+                   uint64_t result_session = 0);
   // join() must have returned (or start() never been called).
   ~WorkerDispatcher();
   WorkerDispatcher(const WorkerDispatcher&) = delete;
@@ -55,7 +64,8 @@ class WorkerDispatcher {
 
  private:
   void loop();
-  void start_run(std::shared_ptr<Closure> closure);
+  // `resend`: the same run again (with values), not a new attempt.
+  void start_run(std::shared_ptr<Closure> closure, bool resend = false);
   void on_run_done(const std::shared_ptr<Closure>& closure, bool was_healthy, RunResult result);
   // Blocks until the worker answers a probe, or join() starts.
   void await_recovery();
@@ -66,6 +76,10 @@ class WorkerDispatcher {
   const int max_in_flight_;
   const int max_worker_failures_;
   const uint64_t session_;  // Sent with every run (exactly-once updates).
+  const uint64_t result_session_;  // Same-worker chaining; 0: off.
+  // The worker process last heard from (RunResult::incarnation); 0 until
+  // the first answer.
+  std::atomic<uint64_t> incarnation_{0};
 
   absl::Mutex mu_;
   // Closures whose runs are outstanding.

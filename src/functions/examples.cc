@@ -1,7 +1,10 @@
 // Functions shipped in every psflow binary: the reference's examples, and
 // small probes that tests and benchmarks schedule on real worker processes
 // (a worker can run only what its binary registers).
+#include <atomic>
 #include <cstdint>
+#include <memory>
+#include <optional>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -10,6 +13,7 @@
 #include "base/status_macros.h"
 #include "psflow/function_registry.h"
 #include "psflow/per_worker.h"
+#include "psflow/per_worker_resource.h"
 #include "psflow/variable.h"
 
 namespace psflow {
@@ -102,6 +106,84 @@ absl::StatusOr<Structure> increment_then_hold(WorkerContext& ctx, const Structur
   return Structure(static_cast<int64_t>(ctx.worker_index()));
 }
 PSFLOW_REGISTER_FUNCTION("testing/increment_then_hold", &increment_then_hold);
+
+// A gate on the parameter servers, for multi-process tests that must hold
+// a closure on its worker without sleeping on the test side. Args, a dict:
+//   "arrived"     int64 variable, incremented once the closure runs;
+//   "gate"        int64 variable; the closure holds while it is 0;
+//   "cancel_seen" (optional) int64 variable set to 1 once the closure sees
+//                 WorkerContext::is_cancelled (it keeps holding: a step that
+//                 ignores cancellation);
+//   "fail"        (optional) string: fail with INVALID_ARGUMENT(fail) once
+//                 released;
+//   "value"       (optional) the result once released (default: the worker
+//                 index).
+// The hold is bounded: after 60 s without the gate opening it fails with
+// DEADLINE_EXCEEDED, so a broken test ends.
+absl::StatusOr<Structure> hold(WorkerContext& ctx, const Structure& args) {
+  if (!args.is_dict() || !args.fields().contains("arrived") || !args.fields().contains("gate")) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "testing/hold expects a dict with variable handles 'arrived' and 'gate'; got ",
+        args.debug_string()));
+  }
+  PSFLOW_ASSIGN_OR_RETURN(ShardedVariable arrived, ctx.variable(args["arrived"]));
+  PSFLOW_ASSIGN_OR_RETURN(ShardedVariable gate, ctx.variable(args["gate"]));
+  std::optional<ShardedVariable> cancel_seen;
+  if (args.fields().contains("cancel_seen")) {
+    PSFLOW_ASSIGN_OR_RETURN(cancel_seen, ctx.variable(args["cancel_seen"]));
+  }
+  PSFLOW_RETURN_IF_ERROR(arrived.assign_add(Tensor::scalar<int64_t>(1)));
+  const absl::Time end = absl::Now() + absl::Seconds(60);
+  bool released = false;
+  bool cancel_recorded = false;
+  while (!released && absl::Now() < end) {
+    if (cancel_seen.has_value() && !cancel_recorded && ctx.is_cancelled()) {
+      PSFLOW_RETURN_IF_ERROR(cancel_seen->assign(Tensor::scalar<int64_t>(1)));
+      cancel_recorded = true;
+    }
+    PSFLOW_ASSIGN_OR_RETURN(Tensor g, gate.read_value());
+    released = g.scalar_value<int64_t>() != 0;
+    if (!released) absl::SleepFor(absl::Milliseconds(2));
+  }
+  if (!released) return absl::DeadlineExceededError("testing/hold: the gate stayed shut for 60 s");
+  if (auto it = args.fields().find("fail"); it != args.fields().end()) {
+    return absl::InvalidArgumentError(it->second.kind() == Structure::Kind::kString
+                                          ? it->second.string_value()
+                                          : it->second.debug_string());
+  }
+  if (auto it = args.fields().find("value"); it != args.fields().end()) return it->second;
+  return Structure(static_cast<int64_t>(ctx.worker_index()));
+}
+PSFLOW_REGISTER_FUNCTION("testing/hold", &hold);
+
+// A per-worker resource probe: the resource records the worker that built
+// it and how many resources this worker process has built so far (so a
+// test sees each worker build its copy exactly once, and a restarted worker
+// build it again); testing/use_resource returns (running worker, building
+// worker, build number, uses of this copy so far).
+struct WorkerStateProbe {
+  int64_t built_on = -1;
+  int64_t build_number = 0;
+  int64_t uses = 0;
+};
+std::atomic<int64_t> g_resource_builds{0};
+PSFLOW_REGISTER_RESOURCE(
+    "testing/worker_state",
+    [](const ResourceContext& ctx, const Structure&) -> absl::StatusOr<WorkerResource> {
+      auto state = std::make_shared<WorkerStateProbe>();
+      state->built_on = ctx.worker_index;
+      state->build_number = ++g_resource_builds;
+      return WorkerResource::of(std::move(state));
+    });
+PSFLOW_REGISTER_FUNCTION(
+    "testing/use_resource",
+    [](WorkerContext& ctx, const Structure& args) -> absl::StatusOr<Structure> {
+      PSFLOW_ASSIGN_OR_RETURN(std::shared_ptr<WorkerStateProbe> state,
+                              ctx.resource<WorkerStateProbe>(args));
+      ++state->uses;
+      return Structure::tuple({static_cast<int64_t>(ctx.worker_index()), state->built_on,
+                               state->build_number, state->uses});
+    });
 
 // Probes for tests and benchmarks.
 PSFLOW_REGISTER_FUNCTION("testing/echo",

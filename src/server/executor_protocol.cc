@@ -291,6 +291,7 @@ grpc::ServerUnaryReactor* ExecutorServiceImpl::GetExecutorStats(
   response->set_values_created(stats.values_created);
   response->set_values_disposed(stats.values_disposed);
   response->set_waiting_computes(stats.waiting_computes);
+  fill_result_cache_stats(*response);
   return finish(context, absl::OkStatus());
 }
 

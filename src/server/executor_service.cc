@@ -23,6 +23,8 @@ ExecutorServiceImpl::ExecutorServiceImpl(const TaskStatus* status, ExecutorServi
       values_(ValueGraphOptions{
           .max_live_values = options_.max_live_values,
           .id_prefix = absl::StrCat(absl::Hex(process_incarnation() & 0xffffffffu), "-")}),
+      results_(ResultCacheOptions{.max_entries = options_.result_cache_entries,
+                                  .max_bytes = options_.result_cache_bytes}),
       pool_(pool_size(options_.num_threads)) {
   limits_.max_message_bytes = options_.max_message_bytes;
 }
@@ -62,6 +64,24 @@ grpc::ServerUnaryReactor* ExecutorServiceImpl::RunFunction(grpc::CallbackServerC
         "): malformed args: ", args.status().message()))));
     return reactor;
   }
+  if (request->input_refs_size() > 0) {
+    // Substituted on arrival: the inputs finished before this closure was
+    // sent, and an eviction while it waits for the function thread must not
+    // lose them.
+    args = substitute_input_refs(*request, *std::move(args));
+    if (absl::IsNotFound(args.status())) {
+      response->set_input_refs_missing(true);
+      response->set_incarnation(process_incarnation());
+      reactor->Finish(grpc::Status::OK);
+      return reactor;
+    }
+    if (!args.ok()) {
+      reactor->Finish(to_grpc_status(absl::InvalidArgumentError(
+          absl::StrCat("RunFunction '", request->function_name(), "' (closure ",
+                       request->closure_id(), "): ", args.status().message()))));
+      return reactor;
+    }
+  }
   // Registered on arrival, so that a cancellation also reaches a closure
   // still waiting for the function thread (a pipelining coordinator sends
   // several ahead).
@@ -72,14 +92,51 @@ grpc::ServerUnaryReactor* ExecutorServiceImpl::RunFunction(grpc::CallbackServerC
   }
   pool_.schedule([this, reactor, request, response, cancelled,
                   args = *std::move(args)]() mutable {
-    run(request->session(), request->closure_id(), request->function_name(), std::move(args),
-        cancelled, response);
+    run(request->session(), request->result_session(), request->closure_id(),
+        request->function_name(), std::move(args), cancelled, response);
     reactor->Finish(grpc::Status::OK);
   });
   return reactor;
 }
 
-void ExecutorServiceImpl::run(uint64_t session, uint64_t closure_id,
+absl::StatusOr<Structure> ExecutorServiceImpl::substitute_input_refs(
+    const v1::RunFunctionRequest& request, Structure args) {
+  if (request.result_session() == 0) {
+    return absl::InvalidArgumentError("input_refs need a non-zero result_session");
+  }
+  for (const v1::ResultRef& ref : request.input_refs()) {
+    std::optional<Structure> value = results_.get(request.result_session(), ref.closure_id());
+    if (!value.has_value()) {
+      return absl::NotFoundError(
+          absl::StrCat("the result of closure ", ref.closure_id(), " is no longer kept"));
+    }
+    StructurePath path;
+    path.reserve(ref.path_size());
+    for (const v1::PathElement& element : ref.path()) {
+      if (element.element_case() == v1::PathElement::kIndex) {
+        path.emplace_back(element.index());
+      } else if (element.element_case() == v1::PathElement::kKey) {
+        path.emplace_back(element.key());
+      } else {
+        return absl::InvalidArgumentError("an input_refs path element is empty");
+      }
+    }
+    absl::StatusOr<Structure> replaced = replace_at_path(args, path, *std::move(value));
+    if (!replaced.ok()) return replaced.status();
+    args = *std::move(replaced);
+  }
+  return args;
+}
+
+void ExecutorServiceImpl::fill_result_cache_stats(v1::GetExecutorStatsResponse& response) const {
+  const ResultCacheStats stats = results_.stats();
+  response.set_cached_results(stats.entries);
+  response.set_cached_result_bytes(stats.bytes);
+  response.set_result_ref_hits(stats.hits);
+  response.set_result_ref_misses(stats.misses);
+}
+
+void ExecutorServiceImpl::run(uint64_t session, uint64_t result_session, uint64_t closure_id,
                               const std::string& function_name, Structure args,
                               const std::shared_ptr<std::atomic<bool>>& cancelled,
                               v1::RunFunctionResponse* response) {
@@ -97,9 +154,16 @@ void ExecutorServiceImpl::run(uint64_t session, uint64_t closure_id,
     auto it = running_.find(closure_id);
     if (it != running_.end() && it->second == cancelled) running_.erase(it);
   }
+  response->set_incarnation(process_incarnation());
   if (output.ok()) {
     response->set_code(0);
     structure_to_proto(*output, response->mutable_output());
+    // Kept before the response leaves, so that a closure chained on this
+    // one (sent only once this result reached the coordinator) finds it.
+    if (result_session != 0) {
+      response->set_result_kept(results_.put(result_session, closure_id, *std::move(output),
+                                             response->output().ByteSizeLong()));
+    }
   } else {
     response->set_code(static_cast<int32_t>(output.status().code()));
     response->set_message(std::string(output.status().message()));

@@ -15,6 +15,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
+#include "coordinator/result_cache.h"
 #include "psflow/function_registry.h"
 #include "psflow/v1/task.grpc.pb.h"
 #include "psflow/variable_handle.h"
@@ -44,6 +45,12 @@ struct ExecutorServiceOptions {
   // The executor protocol: the most values (ids) the worker holds at once,
   // and the most not known yet; beyond that Create* is RESOURCE_EXHAUSTED.
   size_t max_live_values = 100000;
+  // RunFunction's result cache (same-worker chaining, RunFunctionRequest.
+  // result_session): the most results kept and their most encoded bytes,
+  // least recently used evicted first; 0 keeps none. A miss costs the
+  // coordinator one more round trip with the values, never an error.
+  size_t result_cache_entries = 1024;
+  size_t result_cache_bytes = size_t{64} << 20;
 };
 
 // Functions run on a pool, never on gRPC's callback threads (a function
@@ -117,8 +124,15 @@ class ExecutorServiceImpl final
                                              v1::GetExecutorStatsResponse* response) override;
 
  private:
-  void run(uint64_t session, uint64_t closure_id, const std::string& function_name, Structure args,
+  void run(uint64_t session, uint64_t result_session, uint64_t closure_id,
+           const std::string& function_name, Structure args,
            const std::shared_ptr<std::atomic<bool>>& cancelled, v1::RunFunctionResponse* response);
+  // Puts the results that `request.input_refs` name into `args`: NOT_FOUND
+  // when the cache no longer holds one, INVALID_ARGUMENT for a bad request.
+  absl::StatusOr<Structure> substitute_input_refs(const v1::RunFunctionRequest& request,
+                                                  Structure args);
+  // GetExecutorStats' result-cache part.
+  void fill_result_cache_stats(v1::GetExecutorStatsResponse& response) const;
   // Runs a registered function with this worker's WorkerContext (the path
   // RunFunction and executor-protocol calls share).
   absl::StatusOr<Structure> invoke(uint64_t closure_id, std::string_view function_name,
@@ -141,6 +155,7 @@ class ExecutorServiceImpl final
   // which must never be queued behind it (ids are guessable, so a client
   // could otherwise race a call on an argument still being queued).
   absl::Mutex call_order_mu_;
+  ResultCache results_;
   ThreadPool pool_;  // Last: joined first, while the members above exist.
 };
 

@@ -16,6 +16,7 @@
 #include "psflow/local_cluster.h"
 #include "psflow/strategy.h"
 #include "psflow/per_worker.h"
+#include "psflow/per_worker_resource.h"
 #include "psflow/variable.h"
 
 namespace psflow {
@@ -282,17 +283,31 @@ TEST(CoordinatorRecoveryTest, RestartedWorkerRejoinsWithFreshResources) {
     workers.insert(ok_value(r.fetch())[0].int_value());
   }
   ASSERT_EQ(workers.size(), 2u);
+  // And a per-worker resource: the most uses worker 1's copy has seen
+  // (each use counts up, so a smaller count later means a fresh copy).
+  const PerWorkerResource state =
+      ok_value(coordinator->create_per_worker_resource("testing/worker_state"));
+  int64_t worker1_uses = 0;
+  for (int round = 0; round < 50 && worker1_uses == 0; ++round) {
+    Structure v = ok_value(ok_value(coordinator->schedule("testing/use_resource", state)).fetch());
+    if (v[0].int_value() == 1) worker1_uses = v[3].int_value();
+  }
+  ASSERT_GT(worker1_uses, 0) << "worker 1 never used the resource";
 
   ASSERT_TRUE(cluster->signal_task("worker", 1, SIGKILL).ok());
   ASSERT_TRUE(cluster->wait_for_restart("worker", 1, 1, absl::Seconds(30)).ok());
   // Worker 1 comes back (probed with backoff); its iterator starts again at
   // its shard's first element, 1.
+  // Its per-worker resource is built afresh too.
   bool rebuilt = false;
+  bool resource_rebuilt = false;
   const absl::Time deadline = absl::Now() + absl::Seconds(60);
-  while (!rebuilt && absl::Now() < deadline) {
+  while (!(rebuilt && resource_rebuilt) && absl::Now() < deadline) {
     std::vector<RemoteValue> results;
+    std::vector<RemoteValue> resource_results;
     for (int i = 0; i < 20; ++i) {
       results.push_back(ok_value(coordinator->schedule("examples/next_element", iterator)));
+      resource_results.push_back(ok_value(coordinator->schedule("testing/use_resource", state)));
     }
     const absl::Status joined = coordinator->join();
     ASSERT_TRUE(joined.ok()) << joined;
@@ -300,8 +315,17 @@ TEST(CoordinatorRecoveryTest, RestartedWorkerRejoinsWithFreshResources) {
       Structure v = ok_value(r.fetch());
       if (v[0].int_value() == 1 && v[1].tensor().flat<int64_t>()[0] == 1) rebuilt = true;
     }
+    for (const RemoteValue& r : resource_results) {
+      Structure v = ok_value(r.fetch());
+      EXPECT_EQ(v[1].int_value(), v[0].int_value());
+      if (v[0].int_value() == 1 && v[3].int_value() <= worker1_uses) {
+        EXPECT_EQ(v[2].int_value(), 1) << "the restarted process's first build";
+        resource_rebuilt = true;
+      }
+    }
   }
   EXPECT_TRUE(rebuilt) << "worker 1 never read its shard's first element again";
+  EXPECT_TRUE(resource_rebuilt) << "worker 1 never rebuilt its per-worker resource";
 }
 
 }  // namespace
