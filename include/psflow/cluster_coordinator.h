@@ -10,6 +10,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "psflow/function_registry.h"
 #include "psflow/per_worker.h"
 #include "psflow/per_worker_resource.h"
@@ -61,6 +62,23 @@ struct ClusterCoordinatorOptions {
   // rather than its value. A worker that no longer holds it says so and
   // gets the value instead, invisibly. False: always send values.
   bool same_worker_chaining = true;
+  // How long a gRPC worker may leave the coordinator's connection
+  // unanswered (a paused process, a vanished machine) before its closures
+  // move to other workers: half of it until a keepalive ping, half waiting
+  // for its ack (the ping comes after at least 6 s: servers refuse pings
+  // more often than every 5 s).
+  absl::Duration worker_timeout = absl::Seconds(20);
+  // The watchdog (see coordinator/watchdog.h). When closures are queued or
+  // running and none has finished for watchdog_timeout, a warning names
+  // what is waiting and each worker not answering, again every period
+  // (TF's watchdog, which is off by default there); <= 0: off.
+  absl::Duration watchdog_timeout = absl::Minutes(2);
+  // When every worker has been lost for this long while closures are
+  // queued, they fail with UNAVAILABLE naming the workers and their last
+  // errors (join/schedule/done report it once, as any closure error),
+  // rather than waiting forever. TF lets a lost worker wait 3600 s for its
+  // recovery. <= 0: wait forever.
+  absl::Duration all_workers_lost_timeout = absl::Hours(1);
 };
 
 // Runs closures (a registered function and its arguments) on a pool of

@@ -29,9 +29,32 @@ Cluster::Cluster(std::vector<std::unique_ptr<WorkerConnection>> workers,
                                            options.same_worker_chaining ? session_ : 0));
   }
   for (auto& dispatcher : dispatchers_) dispatcher->start();
+  CoordinatorWatchdog::Options watchdog;
+  watchdog.stall_timeout = options.watchdog_timeout;
+  watchdog.all_workers_lost_timeout = options.all_workers_lost_timeout;
+  watchdog_ = std::make_unique<CoordinatorWatchdog>(
+      watchdog, [this] { return watchdog_snapshot(); },
+      [this](const absl::Status& error) { (void)queue_->abort_queued(error); });
+}
+
+WatchdogSnapshot Cluster::watchdog_snapshot() const {
+  WatchdogSnapshot s;
+  s.queued = queue_->num_queued();
+  s.in_flight = queue_->num_in_flight();
+  s.last_finish = queue_->last_finish();
+  for (const auto& dispatcher : dispatchers_) {
+    const WorkerDispatcher::Health health = dispatcher->health();
+    WatchdogSnapshot::Worker w;
+    w.task_name = dispatcher->task_name();
+    if (!health.answering) w.lost_since = health.lost_since;
+    w.last_error = health.last_error;
+    s.workers.push_back(std::move(w));
+  }
+  return s;
 }
 
 Cluster::~Cluster() {
+  watchdog_.reset();
   queue_->stop();
   cancel_running();
   for (auto& dispatcher : dispatchers_) dispatcher->join();

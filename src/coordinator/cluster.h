@@ -12,6 +12,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "coordinator/closure_queue.h"
+#include "coordinator/watchdog.h"
 #include "coordinator/worker_connection.h"
 #include "coordinator/worker_dispatcher.h"
 #include "psflow/cluster_coordinator.h"
@@ -39,6 +40,7 @@ class Cluster {
 
  private:
   void cancel_running();
+  [[nodiscard]] WatchdogSnapshot watchdog_snapshot() const;
 
   const FunctionRegistry& registry_;
   // Random per coordinator: parameter servers key exactly-once updates by
@@ -47,6 +49,8 @@ class Cluster {
   std::atomic<uint64_t> next_closure_id_{1};
   std::shared_ptr<ClosureQueue> queue_;
   std::vector<std::unique_ptr<WorkerDispatcher>> dispatchers_;
+  // Last member: stopped before anything it looks at goes away.
+  std::unique_ptr<CoordinatorWatchdog> watchdog_;
 };
 
 }  // namespace psflow

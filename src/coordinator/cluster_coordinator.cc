@@ -40,7 +40,7 @@ absl::StatusOr<std::unique_ptr<ClusterCoordinator>> ClusterCoordinator::create(
           " but no worker ", workers.size(), ". The cluster spec is ", spec.to_json()));
     }
     PSFLOW_ASSIGN_OR_RETURN(std::string address, spec.task_address(kWorkerJob, index));
-    workers.push_back(make_grpc_worker_connection(address, index));
+    workers.push_back(make_grpc_worker_connection(address, index, options.worker_timeout));
   }
   return create(std::move(workers), std::move(options));
 }

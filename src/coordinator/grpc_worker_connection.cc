@@ -37,11 +37,12 @@ class GrpcWorkerConnection final : public WorkerConnection {
   // Enough to hide the network round trip behind short closures.
   static constexpr int kMaxInFlight = 64;
 
-  GrpcWorkerConnection(const std::string& target, int worker_index)
+  GrpcWorkerConnection(const std::string& target, int worker_index,
+                       const ChannelOptions& options)
       : target_(target),
         worker_index_(worker_index),
         task_name_(psflow::task_name(kWorkerJob, worker_index)),
-        channel_(create_channel(target)),
+        channel_(create_channel(target, options)),
         stub_(v1::ExecutorService::NewStub(channel_)) {}
 
   ~GrpcWorkerConnection() override {
@@ -186,8 +187,15 @@ class GrpcWorkerConnection final : public WorkerConnection {
 }  // namespace
 
 std::unique_ptr<WorkerConnection> make_grpc_worker_connection(const std::string& target,
-                                                              int worker_index) {
-  return std::make_unique<GrpcWorkerConnection>(target, worker_index);
+                                                              int worker_index,
+                                                              absl::Duration timeout) {
+  ChannelOptions options;
+  // A second above the servers' floor, so that timer jitter never makes a
+  // ping look too early to them (too many of those and they close the
+  // connection, failing healthy calls).
+  options.keepalive_time = std::max(timeout / 2, kMinPingInterval + absl::Seconds(1));
+  options.keepalive_timeout = std::max(timeout - options.keepalive_time, absl::Seconds(1));
+  return std::make_unique<GrpcWorkerConnection>(target, worker_index, options);
 }
 
 }  // namespace psflow

@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "absl/time/time.h"
 #include "coordinator/worker_connection.h"
 
 namespace psflow {
@@ -14,11 +15,12 @@ namespace psflow {
 // Calls fail fast: a worker that is down gives a retryable UNAVAILABLE
 // transport error at once (the closure goes to another worker). A run has
 // no deadline, since functions may legitimately take long; a worker that
-// vanishes mid-call is noticed by the channel's keepalive (rpc/channel.h).
+// vanishes or pauses mid-call is noticed by the channel's keepalive within
+// about `timeout` (rpc/channel.h ChannelOptions).
 // The destructor cancels the run in flight and waits for its callback.
 // probe() is a GetStatus call.
 [[nodiscard]] std::unique_ptr<WorkerConnection> make_grpc_worker_connection(
-    const std::string& target, int worker_index);
+    const std::string& target, int worker_index, absl::Duration timeout = absl::Seconds(20));
 
 }  // namespace psflow
 

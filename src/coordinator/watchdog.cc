@@ -90,6 +90,8 @@ std::optional<std::string> CoordinatorWatchdog::check(absl::Time now) {
           ". Bring a worker back or raise ClusterCoordinatorOptions::all_workers_lost_timeout"));
       PSFLOW_LOG(Error, error.message());
       abort_queued_(error);
+      // Closures scheduled after this get the whole bound again.
+      busy_since_.reset();
       return std::string(error.message());
     }
   }

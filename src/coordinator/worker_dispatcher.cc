@@ -122,7 +122,9 @@ void WorkerDispatcher::on_run_done(const std::shared_ptr<Closure>& closure, bool
     if (is_retryable(result.transport)) {
       {
         absl::MutexLock lock(&mu_);
+        if (healthy_) lost_since_ = absl::Now();
         healthy_ = false;
+        last_error_ = result.transport;
       }
       if (was_healthy) ++closure->worker_failures;
       if (max_worker_failures_ > 0 && closure->worker_failures >= max_worker_failures_) {
@@ -171,6 +173,11 @@ void WorkerDispatcher::on_run_done(const std::shared_ptr<Closure>& closure, bool
   running_.erase(closure->id());
 }
 
+WorkerDispatcher::Health WorkerDispatcher::health() const {
+  absl::MutexLock lock(&mu_);
+  return Health{healthy_, lost_since_, last_error_};
+}
+
 void WorkerDispatcher::await_recovery() {
   absl::Duration backoff = kFirstProbeBackoff;
   while (true) {
@@ -188,6 +195,10 @@ void WorkerDispatcher::await_recovery() {
       absl::MutexLock lock(&mu_);
       healthy_ = true;
       return;
+    }
+    {
+      absl::MutexLock lock(&mu_);
+      last_error_ = probe;
     }
     backoff = std::min(kMaxProbeBackoff, backoff * 2);
   }

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <thread>
 
 #include "absl/base/thread_annotations.h"
@@ -61,6 +62,16 @@ class WorkerDispatcher {
   void cancel_running();
 
   [[nodiscard]] int worker_index() const { return worker_index_; }
+  [[nodiscard]] std::string task_name() const { return connection_->task_name(); }
+
+  // Whether the worker answers; while it does not, since when and the last
+  // error (of its failed run or of the latest probe).
+  struct Health {
+    bool answering = true;
+    absl::Time lost_since;
+    absl::Status last_error;
+  };
+  [[nodiscard]] Health health() const;
 
  private:
   void loop();
@@ -81,11 +92,13 @@ class WorkerDispatcher {
   // the first answer.
   std::atomic<uint64_t> incarnation_{0};
 
-  absl::Mutex mu_;
+  mutable absl::Mutex mu_;
   // Closures whose runs are outstanding.
   absl::flat_hash_set<uint64_t> running_ ABSL_GUARDED_BY(mu_);
   // False from a worker failure until a probe succeeds.
   bool healthy_ ABSL_GUARDED_BY(mu_) = true;
+  absl::Time lost_since_ ABSL_GUARDED_BY(mu_);
+  absl::Status last_error_ ABSL_GUARDED_BY(mu_);
   bool joining_ ABSL_GUARDED_BY(mu_) = false;
 
   std::thread thread_;

@@ -242,3 +242,73 @@ TEST(ChaosShortTest, PoisonClosureIsFailedAfterTheRetryBound) {
 
 }  // namespace
 }  // namespace psflow
+
+namespace psflow {
+namespace {
+
+// (b) of the chaos suite, short: a worker paused (SIGSTOP) mid-closure for
+// longer than worker_timeout (10 s here; `make chaos` pauses one for 30 s
+// under the default 20 s) loses its closure to the other worker; resumed
+// (SIGCONT), its stale run adds nothing, and it takes work again without
+// having been restarted.
+TEST(ChaosShortTest, AWorkerPausedPastTheTimeoutLosesItsClosureAndComesBack) {
+  LocalClusterOptions cluster_options;
+  cluster_options.num_ps = 1;
+  cluster_options.num_workers = 2;
+  cluster_options.binary_path = PSFLOW_BINARY_PATH;
+  std::unique_ptr<LocalCluster> cluster = *LocalCluster::start(cluster_options);
+  std::unique_ptr<ParameterServerStrategy> strategy = *ParameterServerStrategy::create(
+      SimpleClusterResolver(cluster->cluster_spec(), "chief", 0));
+  ClusterCoordinatorOptions options;
+  options.worker_timeout = absl::Seconds(10);
+  std::unique_ptr<ClusterCoordinator> coordinator =
+      *ClusterCoordinator::create(*strategy, options);
+  ShardedVariable counter, marker;
+  {
+    StrategyScope scope = strategy->scope();
+    counter = *create_variable(Tensor::scalar<int64_t>(0), {.name = "counter"});
+    marker = *create_variable(Tensor::scalar<int64_t>(-1), {.name = "marker"});
+  }
+  constexpr int kClosures = 60;
+  const RemoteStructure args = RemoteStructure::tuple(
+      {counter.handle().to_structure(), marker.handle().to_structure(), int64_t{50}});
+  std::vector<RemoteValue> results;
+  for (int i = 0; i < kClosures; ++i) {
+    results.push_back(*coordinator->schedule("testing/increment_then_work", args));
+  }
+  // Pause a worker that has started a closure.
+  int victim = -1;
+  const absl::Time deadline = absl::Now() + absl::Seconds(60);
+  while (victim < 0 && absl::Now() < deadline) {
+    absl::StatusOr<Tensor> m = marker.read_value();
+    ASSERT_TRUE(m.ok()) << m.status();
+    victim = static_cast<int>(m->scalar_value<int64_t>());
+  }
+  ASSERT_GE(victim, 0);
+  ASSERT_TRUE(cluster->signal_task("worker", victim, SIGSTOP).ok());
+  const absl::Time paused_at = absl::Now();
+  const absl::Status joined = coordinator->join();  // Waits out the timeout.
+  const absl::Duration waited = absl::Now() - paused_at;
+  ASSERT_TRUE(cluster->signal_task("worker", victim, SIGCONT).ok());
+  ASSERT_TRUE(joined.ok()) << joined;
+  for (const RemoteValue& r : results) EXPECT_TRUE(r.fetch().ok()) << r.fetch().status();
+  EXPECT_EQ(counter.read_value()->scalar_value<int64_t>(), kClosures);
+  // Given up after worker_timeout (10 s), not the default 20 s.
+  EXPECT_LT(waited, absl::Seconds(18)) << "the paused worker was not given up in time";
+  // Back: it answers a probe and takes closures again, same process.
+  bool took_work = false;
+  for (int round = 0; round < 200 && !took_work; ++round) {
+    absl::StatusOr<RemoteValue> r = coordinator->schedule("testing/worker_index", {});
+    ASSERT_TRUE(r.ok()) << r.status();
+    absl::StatusOr<Structure> v = r->fetch();
+    ASSERT_TRUE(v.ok()) << v.status();
+    took_work = (*v)[0].int_value() == victim;
+  }
+  EXPECT_TRUE(took_work);
+  EXPECT_EQ(cluster->restart_count("worker", victim).value_or(-1), 0);
+  // Its stale run, resumed, made no second update.
+  EXPECT_EQ(counter.read_value()->scalar_value<int64_t>(), kClosures);
+}
+
+}  // namespace
+}  // namespace psflow
