@@ -7,7 +7,13 @@
 // one round trip like an RPC). Latency of small requests is reported as
 // percentiles; embedding gathers and sparse Adagrad updates as rows/s, plus
 // rows per second of the ps process's CPU time (user + system), which is
-// the "per ps core" figure independent of how busy the client is.
+// the "per ps core" figure independent of how busy the client is. Those run
+// with in_flight = 1 (one request at a time: the Time column is then one
+// request's latency) and in_flight = 4 (four requests outstanding through
+// the client's async API, as pipelined steps of several workers would
+// keep them; still one ps process). BM_GatherKernel and
+// BM_SparseAdagradKernel apply the same ops to a VariableShard in this
+// process without RPC, which separates the ps's row kernels from transport.
 //
 // The *Proto benchmarks use the v1::ExecuteRequest interface (tensors copied
 // into TensorProto strings and out again on the client); the others the
@@ -38,6 +44,7 @@
 #include "base/logging.h"
 #include "ps/execute.h"
 #include "ps/variable_client.h"
+#include "ps/variable_shard.h"
 #include "psflow/local_cluster.h"
 #include "psflow/tensor.h"
 #include "tensor/codec.h"
@@ -424,6 +431,50 @@ void BM_SparseAdagrad(benchmark::State& state) {
   });
 }
 
+// --- the ps's row kernels alone -------------------------------------------
+
+// The same gathers and sparse Adagrad updates applied to a VariableShard in
+// this process, on one thread, without RPC: what the ps's per-row cost is
+// made of when the transport is taken away (scattered rows of a table far
+// larger than the caches, so mostly memory latency and bandwidth).
+Tensor kernel_table(int64_t dim) {
+  Tensor table(DType::kFloat32, {kTableRows, dim});
+  table.mutable_vec<float>().setConstant(0.5f);
+  return table;
+}
+
+void BM_GatherKernel(benchmark::State& state) {
+  const int64_t dim = state.range(0);
+  VariableShard shard("table", kernel_table(dim));
+  std::vector<Tensor> ids;
+  for (uint32_t i = 0; i < 8; ++i) ids.push_back(random_ids(i));
+  size_t i = 0;
+  for (auto _ : state) {
+    absl::StatusOr<Tensor> rows = shard.gather(ids[i++ % ids.size()]);
+    if (!check(state, rows.status())) break;
+    benchmark::DoNotOptimize(rows->raw_data());
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) * kIdsPerRequest);
+}
+
+void BM_SparseAdagradKernel(benchmark::State& state) {
+  const int64_t dim = state.range(0);
+  VariableShard shard("table", kernel_table(dim));
+  std::vector<Tensor> ids;
+  for (uint32_t i = 0; i < 8; ++i) ids.push_back(random_ids(100 + i));
+  Tensor grads(DType::kFloat32, {kIdsPerRequest, dim});
+  grads.mutable_vec<float>().setConstant(0.01f);
+  OptimizerConfig adagrad;
+  adagrad.kind = OptimizerConfig::Kind::kAdagrad;
+  size_t i = 0;
+  for (auto _ : state) {
+    if (!check(state, shard.apply_sparse_gradient(adagrad, 0.01, ids[i++ % ids.size()], grads))) {
+      break;
+    }
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) * kIdsPerRequest);
+}
+
 void sizes(benchmark::internal::Benchmark* b) {
   b->Arg(4 << 10)->Arg(256 << 10)->Arg(4 << 20)->Arg(64 << 20)->UseRealTime();
 }
@@ -442,6 +493,8 @@ BENCHMARK(BM_Push)->Apply(sizes);
 BENCHMARK(BM_ReadScalarLatency)->UseRealTime();
 BENCHMARK(BM_Gather)->Apply(embedding_args);
 BENCHMARK(BM_SparseAdagrad)->Apply(embedding_args);
+BENCHMARK(BM_GatherKernel)->ArgName("dim")->Arg(16)->Arg(64)->UseRealTime();
+BENCHMARK(BM_SparseAdagradKernel)->ArgName("dim")->Arg(16)->Arg(64)->UseRealTime();
 BENCHMARK(BM_PullProto)->Apply(sizes);
 BENCHMARK(BM_PushProto)->Apply(sizes);
 BENCHMARK(BM_ReadScalarLatencyProto)->UseRealTime();

@@ -1,13 +1,16 @@
 #include "ps/optimizer.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstdint>
+#include <type_traits>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "base/strings.h"
+#include "ps/prefetch.h"
 #include "ps/row_ids.h"
 
 namespace psflow {
@@ -27,57 +30,65 @@ double slot_initial_value(const OptimizerConfig& c, std::string_view slot) {
   return optimizer_slot_initial_value(c, slot);
 }
 
-// Updates n contiguous elements of a variable and its slots. Dense applies
-// call it once over the whole tensor, sparse applies once per touched row.
-template <typename T>
+// Updates n contiguous elements of a variable and its slots with optimizer
+// K. Dense applies call it once over the whole tensor, sparse applies once
+// per touched row, so it holds no per-call state: the kind is a template
+// argument (no switch per row) and FTRL's temporaries live on the stack in
+// chunks (no allocation per row).
+template <Kind K, typename T>
 void update_span(const OptimizerConfig& c, const Coefficients& k, T* w, T* s0,
                  T* s1, const T* g, int64_t n) {
   using Arr = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
   using ConstArr = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
-  Arr W(w, n);
-  ConstArr G(g, n);
   const T lr = static_cast<T>(k.lr);
-  switch (c.kind) {
-    case Kind::kSgd:
-      W -= lr * G;
-      break;
-    case Kind::kMomentum: {
-      // TF ApplyMomentum: accum = momentum * accum + g.
-      Arr M(s0, n);
-      const T mom = static_cast<T>(c.momentum);
-      M = mom * M + G;
-      if (c.nesterov) {
-        W -= lr * G + lr * mom * M;
-      } else {
-        W -= lr * M;
-      }
-      break;
+  if constexpr (K == Kind::kSgd) {
+    Arr W(w, n);
+    W -= lr * ConstArr(g, n);
+  } else if constexpr (K == Kind::kMomentum) {
+    // TF ApplyMomentum: accum = momentum * accum + g.
+    Arr W(w, n);
+    ConstArr G(g, n);
+    Arr M(s0, n);
+    const T mom = static_cast<T>(c.momentum);
+    M = mom * M + G;
+    if (c.nesterov) {
+      W -= lr * G + lr * mom * M;
+    } else {
+      W -= lr * M;
     }
-    case Kind::kAdagrad: {
-      Arr A(s0, n);
-      A += G.square();
-      W -= lr * G / (A.sqrt() + static_cast<T>(c.epsilon));
-      break;
-    }
-    case Kind::kAdam: {
-      Arr M(s0, n);
-      Arr V(s1, n);
-      M += (T(1) - static_cast<T>(c.beta_1)) * (G - M);
-      V += (T(1) - static_cast<T>(c.beta_2)) * (G.square() - V);
-      W -= static_cast<T>(k.adam_lr) * M / (V.sqrt() + static_cast<T>(c.epsilon));
-      break;
-    }
-    case Kind::kFtrl: {
-      // TF ApplyFtrlV2 (no l2 shrinkage) plus Keras's `beta`.
-      Arr A(s0, n);
-      Arr L(s1, n);
-      const T l1 = static_cast<T>(c.l1_regularization_strength);
-      const T l2 = static_cast<T>(c.l2_regularization_strength);
-      const T beta = static_cast<T>(c.beta);
-      const T p = static_cast<T>(-c.learning_rate_power);
-      Eigen::Array<T, Eigen::Dynamic, 1> new_acc = A + G.square();
-      Eigen::Array<T, Eigen::Dynamic, 1> new_pow, old_pow;
-      if (c.learning_rate_power == -0.5) {
+  } else if constexpr (K == Kind::kAdagrad) {
+    Arr W(w, n);
+    ConstArr G(g, n);
+    Arr A(s0, n);
+    A += G.square();
+    W -= lr * G / (A.sqrt() + static_cast<T>(c.epsilon));
+  } else if constexpr (K == Kind::kAdam) {
+    Arr W(w, n);
+    ConstArr G(g, n);
+    Arr M(s0, n);
+    Arr V(s1, n);
+    M += (T(1) - static_cast<T>(c.beta_1)) * (G - M);
+    V += (T(1) - static_cast<T>(c.beta_2)) * (G.square() - V);
+    W -= static_cast<T>(k.adam_lr) * M / (V.sqrt() + static_cast<T>(c.epsilon));
+  } else {
+    static_assert(K == Kind::kFtrl);
+    // TF ApplyFtrlV2 (no l2 shrinkage) plus Keras's `beta`.
+    const T l1 = static_cast<T>(c.l1_regularization_strength);
+    const T l2 = static_cast<T>(c.l2_regularization_strength);
+    const T beta = static_cast<T>(c.beta);
+    const T p = static_cast<T>(-c.learning_rate_power);
+    const bool square_root = c.learning_rate_power == -0.5;
+    constexpr int64_t kChunk = 256;
+    using Tmp = Eigen::Array<T, Eigen::Dynamic, 1, Eigen::ColMajor, kChunk, 1>;
+    for (int64_t b = 0; b < n; b += kChunk) {
+      const int64_t m = std::min(kChunk, n - b);
+      Arr W(w + b, m);
+      ConstArr G(g + b, m);
+      Arr A(s0 + b, m);
+      Arr L(s1 + b, m);
+      Tmp new_acc = A + G.square();
+      Tmp new_pow, old_pow;
+      if (square_root) {
         new_pow = new_acc.sqrt();
         old_pow = A.sqrt();
       } else {
@@ -85,11 +96,22 @@ void update_span(const OptimizerConfig& c, const Coefficients& k, T* w, T* s0,
         old_pow = A.pow(p);
       }
       L += G - (new_pow - old_pow) / lr * W;
-      Eigen::Array<T, Eigen::Dynamic, 1> quadratic = (new_pow + beta) / lr + T(2) * l2;
+      Tmp quadratic = (new_pow + beta) / lr + T(2) * l2;
       W = (L.abs() > l1).select((l1 * L.sign() - L) / quadratic, T(0));
       A = new_acc;
-      break;
     }
+  }
+}
+
+// Calls fn(std::integral_constant<Kind, kind>{}): one switch per apply.
+template <typename Fn>
+void dispatch_kind(Kind kind, Fn&& fn) {
+  switch (kind) {
+    case Kind::kSgd: fn(std::integral_constant<Kind, Kind::kSgd>{}); return;
+    case Kind::kMomentum: fn(std::integral_constant<Kind, Kind::kMomentum>{}); return;
+    case Kind::kAdagrad: fn(std::integral_constant<Kind, Kind::kAdagrad>{}); return;
+    case Kind::kAdam: fn(std::integral_constant<Kind, Kind::kAdam>{}); return;
+    case Kind::kFtrl: fn(std::integral_constant<Kind, Kind::kFtrl>{}); return;
   }
 }
 
@@ -156,39 +178,115 @@ T* slot_data(OptimizerSlots& slots, const OptimizerConfig& c, size_t i) {
 template <typename T>
 void apply_dense_typed(const OptimizerConfig& c, const Coefficients& k, Tensor& var,
                        OptimizerSlots& slots, const Tensor& grad) {
-  update_span<T>(c, k, var.mutable_flat<T>().data(), slot_data<T>(slots, c, 0),
-                 slot_data<T>(slots, c, 1), grad.flat<T>().data(),
-                 var.num_elements());
+  T* w = var.mutable_flat<T>().data();
+  T* s0 = slot_data<T>(slots, c, 0);
+  T* s1 = slot_data<T>(slots, c, 1);
+  const T* g = grad.flat<T>().data();
+  const int64_t n = var.num_elements();
+  dispatch_kind(c.kind, [&](auto kind) {
+    update_span<decltype(kind)::value, T>(c, k, w, s0, s1, g, n);
+  });
 }
+
+// The distinct ids of a row-sparse gradient, each with its gradient row:
+// the caller's own row when the id occurs once, else the sum of its rows
+// in the order given (TF's sparse applies sum duplicates first). Distinct
+// ids are found with an open-addressing table sized for the batch, so the
+// cost is a few nanoseconds per id and a handful of allocations per apply,
+// none per row; only duplicated ids' rows are copied.
+// Thread-safety: not thread-safe; one apply's scratch state.
+template <typename T>
+class SummedRows {
+ public:
+  SummedRows(const std::vector<int64_t>& ids, const T* rows, int64_t row_size)
+      : rows_(rows), row_size_(row_size) {
+    const size_t n = ids.size();
+    size_t capacity = 16;
+    while (capacity < 2 * n) capacity *= 2;
+    const int shift = 64 - std::countr_zero(capacity);
+    const size_t mask = capacity - 1;
+    std::vector<uint32_t> table(capacity, kEmpty);
+    unique_ids_.reserve(n);
+    source_.reserve(n);
+    for (size_t i = 0; i < n; ++i) {
+      const int64_t id = ids[i];
+      // Fibonacci hashing: the top bits of id * 2^64/phi.
+      size_t slot = static_cast<size_t>((static_cast<uint64_t>(id) * 0x9E3779B97F4A7C15ull) >>
+                                        shift);
+      for (;; slot = (slot + 1) & mask) {
+        const uint32_t u = table[slot];
+        if (u == kEmpty) {
+          table[slot] = static_cast<uint32_t>(unique_ids_.size());
+          unique_ids_.push_back(id);
+          source_.push_back(static_cast<int64_t>(i));
+          break;
+        }
+        if (unique_ids_[u] == id) {
+          add_duplicate(u, i);
+          break;
+        }
+      }
+    }
+  }
+
+  size_t size() const { return unique_ids_.size(); }
+  int64_t id(size_t u) const { return unique_ids_[u]; }
+  // Valid until this object is destroyed.
+  const T* grad(size_t u) const {
+    const int64_t s = source_[u];
+    return s >= 0 ? rows_ + s * row_size_ : summed_.data() + (~s) * row_size_;
+  }
+
+ private:
+  static constexpr uint32_t kEmpty = UINT32_MAX;
+
+  // source_[u] >= 0 is the index of the caller's row; ~source_[u] (< 0) the
+  // index of the summed row in summed_.
+  void add_duplicate(uint32_t u, size_t i) {
+    if (source_[u] >= 0) {
+      const T* first = rows_ + source_[u] * row_size_;
+      source_[u] = ~static_cast<int64_t>(summed_.size() / static_cast<size_t>(row_size_));
+      summed_.insert(summed_.end(), first, first + row_size_);
+    }
+    T* acc = summed_.data() + (~source_[u]) * row_size_;
+    const T* in = rows_ + static_cast<int64_t>(i) * row_size_;
+    for (int64_t j = 0; j < row_size_; ++j) acc[j] += in[j];
+  }
+
+  const T* rows_;
+  const int64_t row_size_;
+  std::vector<int64_t> unique_ids_;
+  std::vector<int64_t> source_;
+  std::vector<T> summed_;
+};
 
 template <typename T>
 void apply_sparse_typed(const OptimizerConfig& c, const Coefficients& k, Tensor& var,
                         OptimizerSlots& slots, const std::vector<int64_t>& ids,
                         const Tensor& rows) {
   const int64_t row_size = var.dim(0) == 0 ? 0 : var.num_elements() / var.dim(0);
-  // Sum duplicate ids so each row is updated once, as TF's sparse applies do.
-  absl::flat_hash_map<int64_t, size_t> position;
-  std::vector<int64_t> unique_ids;
-  std::vector<T> summed;
-  const T* in = rows.flat<T>().data();
-  for (size_t i = 0; i < ids.size(); ++i) {
-    auto [it, inserted] = position.try_emplace(ids[i], unique_ids.size());
-    if (inserted) {
-      unique_ids.push_back(ids[i]);
-      summed.insert(summed.end(), in + i * row_size, in + (i + 1) * row_size);
-    } else {
-      T* acc = summed.data() + it->second * row_size;
-      for (int64_t j = 0; j < row_size; ++j) acc[j] += in[i * row_size + j];
-    }
-  }
+  if (row_size == 0 || ids.empty()) return;
+  const SummedRows<T> grads(ids, rows.flat<T>().data(), row_size);
   T* w = var.mutable_flat<T>().data();
   T* s0 = slot_data<T>(slots, c, 0);
   T* s1 = slot_data<T>(slots, c, 1);
-  for (size_t u = 0; u < unique_ids.size(); ++u) {
-    const int64_t off = unique_ids[u] * row_size;
-    update_span<T>(c, k, w + off, s0 ? s0 + off : nullptr, s1 ? s1 + off : nullptr,
-                   summed.data() + u * row_size, row_size);
-  }
+  const size_t row_bytes = static_cast<size_t>(row_size) * sizeof(T);
+  auto prefetch = [&](size_t u) {
+    const int64_t off = grads.id(u) * row_size;
+    prefetch_row(w + off, row_bytes, /*for_write=*/true);
+    if (s0 != nullptr) prefetch_row(s0 + off, row_bytes, /*for_write=*/true);
+    if (s1 != nullptr) prefetch_row(s1 + off, row_bytes, /*for_write=*/true);
+  };
+  const size_t n = grads.size();
+  dispatch_kind(c.kind, [&](auto kind) {
+    for (size_t u = 0; u < n; ++u) {
+      if (u + kPrefetchRows < n) prefetch(u + kPrefetchRows);
+      const int64_t off = grads.id(u) * row_size;
+      update_span<decltype(kind)::value, T>(
+          c, k, w + off, s0 != nullptr ? s0 + off : nullptr, s1 != nullptr ? s1 + off : nullptr,
+          grads.grad(u), row_size);
+    }
+  });
 }
 
 }  // namespace

@@ -1,6 +1,10 @@
 #include "ps/optimizer.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <map>
+#include <random>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -172,6 +176,126 @@ TEST(OptimizerTest, SparseEqualsDenseWhenEveryRowIsGivenOnce) {
     }
     ASSERT_TRUE(all_close(dense, sparse, 1e-12, 1e-12).ok());
   }
+}
+
+// Long enough for FTRL's stack chunks (256 elements) to take several rounds
+// with a partial last one, and for Eigen's vector loops to have a tail.
+TEST(OptimizerTest, LongDenseSpansMatchScalarReference) {
+  constexpr size_t kN = 1000;
+  std::mt19937 gen(7);
+  std::uniform_real_distribution<double> dist(-1, 1);
+  std::vector<double> w0(kN), g(kN);
+  for (size_t i = 0; i < kN; ++i) {
+    w0[i] = dist(gen);
+    g[i] = dist(gen);
+  }
+  for (const OptimizerConfig& c : all_configs()) {
+    SCOPED_TRACE(config_label(c));
+    Tensor var = Tensor::from_vector<double>(w0, {static_cast<int64_t>(kN)});
+    OptimizerSlots slots;
+    std::vector<RefState> ref;
+    for (double w : w0) ref.push_back(RefState{w, initial_s0(c), 0});
+    for (int step = 1; step <= 2; ++step) {
+      ASSERT_TRUE(apply_dense_gradient(c, 0.1, var, slots,
+                                       Tensor::from_vector<double>(g, {static_cast<int64_t>(kN)}))
+                      .ok());
+      for (size_t i = 0; i < kN; ++i) reference_step(c, 0.1, step, ref[i], g[i]);
+    }
+    for (size_t i = 0; i < kN; ++i) {
+      ASSERT_NEAR(var.flat<double>()[i], ref[i].w, 1e-12) << "element " << i;
+    }
+  }
+}
+
+// The sparse kernel (distinct ids found by hashing, duplicates summed in
+// the order given, rows prefetched ahead) against a plain reference: sum
+// each id's rows with a std::map, then apply the scalar reference to every
+// element of the touched rows. Float32 rows of an odd width (unaligned rows,
+// vector tails), ids with many repeats (adjacent and far apart), int32 and
+// int64 ids, several steps so the slots carry over.
+TEST(OptimizerTest, SparseFloatRowsWithDuplicatesMatchReference) {
+  constexpr int64_t kRows = 50;
+  constexpr int64_t kDim = 37;
+  constexpr int64_t kIds = 300;
+  std::mt19937 gen(11);
+  std::uniform_real_distribution<float> value(-1, 1);
+  std::uniform_int_distribution<int64_t> row(0, kRows - 1);
+  std::vector<float> w0(static_cast<size_t>(kRows * kDim));
+  for (float& w : w0) w = value(gen);
+  for (const OptimizerConfig& c : all_configs()) {
+    for (const DType id_dtype : {DType::kInt32, DType::kInt64}) {
+      SCOPED_TRACE(config_label(c) + (id_dtype == DType::kInt32 ? " int32" : " int64"));
+      Tensor var = Tensor::from_vector<float>(w0, {kRows, kDim});
+      OptimizerSlots slots;
+      std::vector<RefState> ref;
+      for (float w : w0) ref.push_back(RefState{w, initial_s0(c), 0});
+      std::vector<bool> touched(static_cast<size_t>(kRows), false);
+      for (int step = 1; step <= 3; ++step) {
+        std::vector<int64_t> ids(static_cast<size_t>(kIds));
+        for (size_t i = 0; i < ids.size(); ++i) {
+          // Every third id repeats its predecessor: adjacent duplicates.
+          ids[i] = (i % 3 == 2) ? ids[i - 1] : row(gen);
+        }
+        std::vector<float> rows(static_cast<size_t>(kIds * kDim));
+        for (float& g : rows) g = value(gen);
+        Tensor id_tensor;
+        if (id_dtype == DType::kInt32) {
+          id_tensor = Tensor::from_vector<int32_t>(std::vector<int32_t>(ids.begin(), ids.end()),
+                                                   {kIds});
+        } else {
+          id_tensor = Tensor::from_vector<int64_t>(ids, {kIds});
+        }
+        const double lr = 0.05 * step;
+        ASSERT_TRUE(apply_sparse_gradient(c, lr, var, slots, id_tensor,
+                                          Tensor::from_vector<float>(rows, {kIds, kDim}))
+                        .ok());
+        std::map<int64_t, std::vector<double>> summed;
+        for (size_t i = 0; i < ids.size(); ++i) {
+          std::vector<double>& acc = summed[ids[i]];
+          acc.resize(static_cast<size_t>(kDim), 0.0);
+          for (int64_t j = 0; j < kDim; ++j) acc[j] += rows[i * kDim + j];
+        }
+        for (const auto& [id, g] : summed) {
+          touched[static_cast<size_t>(id)] = true;
+          for (int64_t j = 0; j < kDim; ++j) {
+            reference_step(c, lr, step, ref[static_cast<size_t>(id * kDim + j)], g[j]);
+          }
+        }
+      }
+      EXPECT_EQ(slots.steps, 3);
+      for (int64_t r = 0; r < kRows; ++r) {
+        for (int64_t j = 0; j < kDim; ++j) {
+          const size_t i = static_cast<size_t>(r * kDim + j);
+          const float got = var.flat<float>()[i];
+          if (!touched[static_cast<size_t>(r)]) {
+            ASSERT_EQ(got, w0[i]) << "untouched row " << r << " changed";
+            continue;
+          }
+          ASSERT_NEAR(got, ref[i].w, 2e-4 * std::max(1.0, std::abs(ref[i].w)))
+              << "row " << r << " column " << j;
+        }
+      }
+    }
+  }
+}
+
+// One id repeated for the whole batch: a single row receives the sum.
+TEST(OptimizerTest, SparseWithOneRepeatedIdAppliesTheSumOnce) {
+  OptimizerConfig c;
+  c.kind = Kind::kAdagrad;
+  Tensor var = Tensor::from_vector<double>({1, 2, 3, 4, 5, 6}, {3, 2});
+  OptimizerSlots slots;
+  const Tensor ids = Tensor::from_vector<int64_t>({1, 1, 1, 1}, {4});
+  const Tensor rows = Tensor::from_vector<double>({1, 2, 3, 4, 5, 6, 7, 8}, {4, 2});
+  ASSERT_TRUE(apply_sparse_gradient(c, 0.1, var, slots, ids, rows).ok());
+  RefState a{3, c.initial_accumulator_value}, b{4, c.initial_accumulator_value};
+  reference_step(c, 0.1, 1, a, 1 + 3 + 5 + 7);
+  reference_step(c, 0.1, 1, b, 2 + 4 + 6 + 8);
+  EXPECT_NEAR(var.flat<double>()[2], a.w, 1e-12);
+  EXPECT_NEAR(var.flat<double>()[3], b.w, 1e-12);
+  EXPECT_EQ(var.flat<double>()[0], 1);
+  EXPECT_EQ(var.flat<double>()[5], 6);
+  EXPECT_NEAR(slots.slots.at("accumulator").flat<double>()[2], a.s0, 1e-12);
 }
 
 TEST(OptimizerTest, RejectsBadInputWithoutChangingAnything) {

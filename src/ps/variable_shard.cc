@@ -9,6 +9,7 @@
 #include "base/logging.h"
 #include "base/status_macros.h"
 #include "base/strings.h"
+#include "ps/prefetch.h"
 #include "tensor/tensor_internal.h"
 
 namespace psflow {
@@ -244,7 +245,12 @@ absl::StatusOr<Tensor> VariableShard::gather(const Tensor& ids) const {
   auto* dst = static_cast<uint8_t*>(out->mutable_raw_data());
   absl::ReaderMutexLock lock(&mu_);
   const auto* src = static_cast<const uint8_t*>(value_.raw_data());
+  // Overlaps the memory latency of scattered rows (ps/prefetch.h).
+  auto prefetch = [&](size_t i) {
+    prefetch_row(src + static_cast<size_t>(rows[i]) * row_bytes, row_bytes, /*for_write=*/false);
+  };
   for (size_t i = 0; i < rows.size(); ++i) {
+    if (i + kPrefetchRows < rows.size()) prefetch(i + kPrefetchRows);
     std::memcpy(dst + i * row_bytes, src + static_cast<size_t>(rows[i]) * row_bytes, row_bytes);
   }
   return out;

@@ -34,6 +34,33 @@ TEST(VariableShardTest, GatherReturnsRowsInIdOrder) {
   EXPECT_EQ(*rows, Tensor::from_vector<float>({7, 8, 1, 2, 7, 8}, {3, 2}));
 }
 
+// Many scattered rows (the prefetching copy loop), int32 and int64 ids,
+// repeats included, against element-wise indexing.
+TEST(VariableShardTest, GatherOfManyScatteredRowsMatchesIndexing) {
+  constexpr int64_t kRows = 1000;
+  for (const int64_t dim : {1, 3, 16, 64, 200}) {
+    SCOPED_TRACE(dim);
+    std::vector<float> values(static_cast<size_t>(kRows * dim));
+    for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(i);
+    VariableShard v("t", Tensor::from_vector<float>(values, {kRows, dim}));
+    std::vector<int64_t> ids;
+    for (int64_t i = 0; i < 500; ++i) ids.push_back((i * 7919) % kRows);
+    ids.push_back(ids.front());
+    for (const bool wide : {false, true}) {
+      auto rows = v.gather(wide ? Tensor::from_vector<int64_t>(ids, {501})
+                                : Tensor::from_vector<int32_t>(
+                                      std::vector<int32_t>(ids.begin(), ids.end()), {501}));
+      ASSERT_TRUE(rows.ok()) << rows.status();
+      ASSERT_EQ(rows->shape(), (Shape{501, dim}));
+      for (size_t i = 0; i < ids.size(); ++i) {
+        for (int64_t j = 0; j < dim; ++j) {
+          ASSERT_EQ(rows->flat<float>()[i * dim + j], values[ids[i] * dim + j]) << i;
+        }
+      }
+    }
+  }
+}
+
 TEST(VariableShardTest, ScatterFamily) {
   const Tensor ids = Tensor::from_vector<int64_t>({1, 3, 1}, {3});
   const Tensor upd = Tensor::from_vector<float>({10, 10, 2, 2, 1, 1}, {3, 2});

@@ -12,9 +12,9 @@ namespace psflow {
 // threshold never catches up with same-sized requests) only to be faulted
 // in again by the next call: measured ~50x more page faults and 10-15%
 // lower throughput on 64 MiB pulls and pushes. Afterwards blocks up to
-// 32 MiB come from the heap (larger tensor buffers have their own cache,
-// see tensor/tensor_buffer.cc) and up to 128 MiB of freed heap per arena is
-// kept for reuse. Process-wide: psflow calls it where it owns the process's
+// 32 MiB come from the heap (tensor buffers of 4 MiB or more have their own
+// cache, see tensor/tensor_buffer.cc) and up to 128 MiB of freed heap per
+// arena is kept for reuse. Process-wide: psflow calls it where it owns the process's
 // role (ps and worker servers) and when a VariableService client is made.
 void tune_allocator_for_transfers();
 

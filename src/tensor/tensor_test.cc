@@ -115,10 +115,28 @@ TEST(TensorBufferTest, LargeBuffersAreAlignedAndZeroed) {
   EXPECT_EQ(copy, t);
 }
 
+TEST(TensorBufferTest, MidSizedBuffersAreMappedOnHugePageBoundaries) {
+  // From 4 MiB on, buffers get their own 2 MiB-aligned mapping (huge pages
+  // for tables read at random rows); same contract as every buffer.
+  const size_t bytes = (size_t{4} << 20) + 5;
+  std::shared_ptr<TensorBuffer> b = TensorBuffer::allocate(bytes);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(b->data()) % (size_t{2} << 20), 0u);
+  EXPECT_EQ(b->size(), bytes);
+  for (size_t i = 0; i < bytes; i += 4099) ASSERT_EQ(b->data()[i], 0) << i;
+  EXPECT_EQ(b->data()[bytes - 1], 0);
+  b->data()[bytes - 1] = 7;
+  // Just below the threshold: the heap, 64-byte aligned as always.
+  std::shared_ptr<TensorBuffer> small = TensorBuffer::allocate((size_t{4} << 20) - 64);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(small->data()) % 64, 0u);
+  EXPECT_EQ(small->data()[(size_t{4} << 20) - 65], 0);
+}
+
 TEST(TensorBufferTest, ReusedLargeBuffersAreZeroedAgain) {
-  // The smallest mapped size, which no other test allocates, so the mapping
-  // freed here is the best fit for the next request.
-  const size_t bytes = size_t{32} << 20;
+  // Larger than any other test's buffer, so that the mapping freed here is
+  // the only cached one that fits the next request (when the whole binary
+  // runs in one process, other tests leave mappings of 33-48 MiB cached,
+  // which fit a 32 MiB request just as well).
+  const size_t bytes = (size_t{64} << 20) + 1;
   const uint8_t* first = nullptr;
   {
     std::shared_ptr<TensorBuffer> b = TensorBuffer::allocate(bytes);
