@@ -165,6 +165,54 @@ TEST(CliTest, TrainResumesAfterTheCoordinatorIsKilledMidEpoch) {
   EXPECT_TRUE(std::filesystem::exists(run_dir + "/checkpoints/ckpt-936"));
 }
 
+// `psflow train --ps-recovery` survives a ps killed mid-epoch: the launcher
+// restarts it (10 restarts allowed by default with --ps-recovery), every ps
+// is restored from the last checkpoint, the rollback is printed and
+// counted in summary.json, and the run ends as a fault-free one would.
+TEST(CliTest, TrainWithPsRecoverySurvivesAKilledPs) {
+  const std::string run_dir = ::testing::TempDir() + "/psflow-train-ps-recovery";
+  std::filesystem::remove_all(run_dir);
+  TestProcess train({PSFLOW_BINARY_PATH, "train", "--ps-recovery", "--num-ps", "2",
+                     "--num-workers", "2", "--epochs", "2", "--batch-size", "256", "--run-dir",
+                     run_dir},
+                    test_environment());
+  ASSERT_GT(train.pid(), 0);
+  std::string out;
+  pid_t ps1 = 0;
+  bool in_epoch_two = false;
+  const absl::Time deadline = absl::Now() + absl::Seconds(300);
+  while (!in_epoch_two) {
+    std::optional<std::string> line = train.read_line(deadline);
+    ASSERT_TRUE(line.has_value()) << "training ended before epoch 2:\n" << out;
+    out += *line + "\n";
+    if (line->rfind("ps 1 ", 0) == 0) ps1 = std::stoi(line->substr(line->find("pid=") + 4));
+    in_epoch_two = line->rfind("epoch 2/2 [", 0) == 0;
+  }
+  ASSERT_GT(ps1, 0) << out;
+  ASSERT_EQ(::kill(ps1, SIGKILL), 0);
+  out += train.read_stdout(deadline);
+  ASSERT_EQ(train.wait_exit_code(absl::Now() + absl::Seconds(30)), 0)
+      << out << train.read_stderr(absl::Now() + absl::Seconds(1));
+  EXPECT_THAT(out, HasSubstr("ps recovery 1: /job:ps/replica:0/task:1 restarted"));
+  EXPECT_THAT(out, HasSubstr("restored all 2 ps tasks from"));
+  EXPECT_THAT(out, HasSubstr("ps recoveries: 1;"));
+  std::ifstream file(run_dir + "/summary.json");
+  const nlohmann::json summary = nlohmann::json::parse(file);
+  EXPECT_EQ(summary["ps_recoveries"], 1);
+  EXPECT_EQ(summary["steps"], 2 * (60000 / 256));
+  EXPECT_EQ(summary["optimizer_iterations"], 2 * (60000 / 256));
+  EXPECT_GT(summary["test_accuracy"].get<double>(), 0.8) << summary.dump(2);
+}
+
+TEST(CliTest, PsRecoveryIsRefusedForWideDeepNamingTheFlag) {
+  TestProcess psflow({PSFLOW_BINARY_PATH, "train", "--model", "wide_deep", "--ps-recovery"},
+                     test_environment());
+  ASSERT_GT(psflow.pid(), 0);
+  const std::string err = psflow.read_stderr(absl::Now() + absl::Seconds(30));
+  EXPECT_EQ(psflow.wait_exit_code(absl::Now() + absl::Seconds(30)), 2);
+  EXPECT_THAT(err, HasSubstr("--ps-recovery is not available for wide_deep"));
+}
+
 // A checkpoint damaged on disk stops the resume with the file named, before
 // anything trains.
 TEST(CliTest, TrainRefusesACorruptCheckpointNamingTheFile) {
