@@ -14,6 +14,16 @@
 // own status code (as TFF: errors are deferred to the first compute).
 // Functions are named: the worker runs what its binary registered
 // (psflow/function_registry.h).
+//
+// call_function() fuses create_function + create_value + create_call +
+// compute into one round trip, for a call whose result is all one wants:
+//
+//   Structure three = ex->call_function("testing/add", Structure::tuple({1, 2})).value();
+//
+// The ClusterCoordinator is built on it: each worker's transport
+// (src/coordinator/grpc_worker_connection.h) is a RemoteExecutor, and each
+// closure it runs is one such call, sent asynchronously with the
+// coordinator's exactly-once and same-worker-chaining fields.
 #ifndef PSFLOW_REMOTE_EXECUTOR_H_
 #define PSFLOW_REMOTE_EXECUTOR_H_
 
@@ -33,6 +43,7 @@ namespace psflow {
 
 namespace remote_executor_internal {
 class Connection;
+class Access;
 }  // namespace remote_executor_internal
 
 struct RemoteExecutorOptions {
@@ -147,7 +158,9 @@ class RemoteExecutor {
   // a wrong address fails here. INVALID_ARGUMENT for bad options.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<RemoteExecutor>> create(
       std::string_view target, RemoteExecutorOptions options = {});
-  // close(), ignoring its status.
+  // close(), ignoring its status; then cancels the coordinator's
+  // asynchronous calls still in flight and waits for them
+  // (src/coordinator/remote_executor_internal.h).
   ~RemoteExecutor();
   RemoteExecutor(const RemoteExecutor&) = delete;
   RemoteExecutor& operator=(const RemoteExecutor&) = delete;
@@ -165,6 +178,18 @@ class RemoteExecutor {
       const RemoteExecutorValue& function);
   [[nodiscard]] absl::StatusOr<RemoteExecutorValue> create_call(
       const RemoteExecutorValue& function, const RemoteExecutorValue& argument);
+  // Runs the function registered under `function_name` on `argument` and
+  // returns its result: create_function + create_value + create_call +
+  // compute in one round trip (one RunFunction request, which leaves no
+  // value on the worker to dispose of); the form the ClusterCoordinator
+  // sends for each closure. Waits at most compute_timeout. The argument
+  // and the result each travel whole in one message (stream_structs does
+  // not apply): INVALID_ARGUMENT before sending when the argument's
+  // encoding exceeds max_message_bytes. The function's own error keeps its
+  // code (NOT_FOUND naming close names for an unknown function); errors
+  // name the worker and the function; FAILED_PRECONDITION once closed.
+  [[nodiscard]] absl::StatusOr<Structure> call_function(std::string_view function_name,
+                                                        const Structure& argument = {});
   // A struct of `elements`: unnamed ones make a tuple (a list with
   // `as_list`), named ones a dict (ordered by key, as every psflow dict);
   // mixing them is INVALID_ARGUMENT. The worker keeps the elements' values
@@ -190,6 +215,7 @@ class RemoteExecutor {
   [[nodiscard]] const RemoteExecutorOptions& options() const;
 
  private:
+  friend class remote_executor_internal::Access;
   explicit RemoteExecutor(std::shared_ptr<remote_executor_internal::Connection> connection);
 
   std::shared_ptr<remote_executor_internal::Connection> connection_;

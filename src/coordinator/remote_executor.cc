@@ -1,4 +1,6 @@
-// RemoteExecutor: the client of the executor protocol (psflow/remote_executor.h).
+// RemoteExecutor: the client of the executor protocol (psflow/remote_executor.h),
+// and the asynchronous calls the coordinator sends through it
+// (coordinator/remote_executor_internal.h).
 #include "psflow/remote_executor.h"
 
 #include <grpcpp/client_context.h>
@@ -11,6 +13,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
@@ -18,6 +21,7 @@
 #include "base/logging.h"
 #include "base/status_macros.h"
 #include "base/strings.h"
+#include "coordinator/remote_executor_internal.h"
 #include "psflow/cluster_spec.h"
 #include "psflow/v1/task.grpc.pb.h"
 #include "rpc/channel.h"
@@ -35,24 +39,57 @@ constexpr size_t kValueFramingBytes = 6;
 // Deepest struct nesting streamed (the worker's decoder allows 64 levels).
 constexpr int kMaxStreamDepth = 64;
 
+// How long a fire-and-forget CancelFunction may take.
+constexpr absl::Duration kCancelTimeout = absl::Seconds(5);
+
 absl::Status closed_error(std::string_view target) {
   return absl::FailedPreconditionError(absl::StrCat(
       "the RemoteExecutor for ", av(target), " was closed; create a new one to continue"));
 }
 
+absl::Status check_options(const RemoteExecutorOptions& options) {
+  if (options.dispose_batch_size < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "RemoteExecutorOptions::dispose_batch_size must be at least 1; got ",
+        options.dispose_batch_size));
+  }
+  if (options.max_message_bytes <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "RemoteExecutorOptions::max_message_bytes must be positive; got ",
+        options.max_message_bytes));
+  }
+  if (options.rpc_timeout <= absl::ZeroDuration() ||
+      options.compute_timeout <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(
+        "RemoteExecutorOptions::rpc_timeout and compute_timeout must be positive");
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
-// The state shared by an executor and its handles: the stub, the ids the
-// handles own, and the ids waiting to be disposed.
-// Thread-safety: thread-safe; RPCs are sent without the mutex held.
+// The state shared by an executor and its handles: the stub (and through it
+// the channel), the ids the handles own, the ids waiting to be disposed,
+// and the coordinator's asynchronous calls in flight.
+// Thread-safety: thread-safe; RPCs are sent without a mutex held.
+//
+// Lifetimes of the asynchronous calls: each call's ClientContext and
+// buffers belong to this object (runs_, cancels_), never to the gRPC
+// callback, and are freed under calls_mu_ after the callback is done with
+// them; cancel_calls_and_wait() (RemoteExecutor's destructor) blocks until
+// both maps are empty. So a context is always freed while the stub still
+// holds the channel: were it freed after the owner dropped the channel, on
+// the gRPC callback thread, it would release the channel's last reference
+// there, which gRPC 1.51 does not support (it aborts: "ref_counted.h:183
+// assertion failed: prior > 0"; see also rpc/health_check.h).
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
   Connection(std::string target, std::string task_name, RemoteExecutorOptions options,
-             std::unique_ptr<Stub> stub)
+             const std::shared_ptr<grpc::Channel>& channel)
       : target_(std::move(target)),
         task_name_(std::move(task_name)),
         options_(std::move(options)),
-        stub_(std::move(stub)) {
+        stub_(v1::ExecutorService::NewStub(channel)) {
     limits_.max_message_bytes = static_cast<size_t>(options_.max_message_bytes);
   }
 
@@ -209,6 +246,99 @@ class Connection : public std::enable_shared_from_this<Connection> {
     return out;
   }
 
+  // --- the fused call ----------------------------------------------------------
+
+  absl::StatusOr<Structure> call_function(std::string_view function_name,
+                                          const Structure& argument) {
+    const size_t size = encoded_size(argument);
+    if (size + function_name.size() + kValueFramingBytes * 2 >
+        static_cast<size_t>(options_.max_message_bytes)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "call_function('", av(function_name), "'): the argument's encoding takes ", size,
+          " bytes, more than one message may hold (RemoteExecutorOptions::max_message_bytes = ",
+          options_.max_message_bytes,
+          "); send it with create_value (stream_structs) and create_call instead"));
+    }
+    v1::RunFunctionRequest request;
+    request.set_function_name(std::string(function_name));
+    structure_to_proto(argument, request.mutable_args());
+    v1::RunFunctionResponse response;
+    PSFLOW_RETURN_IF_ERROR(
+        call(&Stub::RunFunction, request, &response, options_.compute_timeout));
+    if (response.input_refs_missing()) {
+      return malformed_result(function_name, "input_refs_missing without input_refs");
+    }
+    absl::Status function = function_status(response);
+    if (!function.ok()) {
+      return annotate_with_task(
+          absl::Status(function.code(), absl::StrCat("call_function('", av(function_name),
+                                                     "') failed: ", function.message())),
+          task_name_, target_);
+    }
+    absl::StatusOr<Structure> output = structure_from_proto(response.mutable_output(), limits_);
+    if (!output.ok()) return malformed_result(function_name, output.status().message());
+    return output;
+  }
+
+  // --- the coordinator's asynchronous calls (remote_executor_internal.h) -------
+
+  void run_async(v1::RunFunctionRequest request, RunDone done) {
+    if (absl::Status open = check_open(); !open.ok()) {
+      v1::RunFunctionResponse none;
+      std::move(done)(open, none);
+      return;
+    }
+    auto owned = std::make_unique<Run>();
+    Run* run = owned.get();
+    run->request = std::move(request);
+    run->done = std::move(done);
+    {
+      absl::MutexLock lock(&calls_mu_);
+      run->key = ++next_key_;
+      runs_[run->key] = std::move(owned);
+    }
+    stub_->async()->RunFunction(&run->context, &run->request, &run->response,
+                                [this, run](grpc::Status status) { finish(run, status); });
+  }
+
+  void cancel_async(uint64_t closure_id) {
+    CancelCall* cancel = nullptr;
+    {
+      absl::MutexLock lock(&calls_mu_);
+      const bool running = std::any_of(runs_.begin(), runs_.end(), [&](const auto& entry) {
+        return entry.second->request.closure_id() == closure_id;
+      });
+      if (!running) return;
+      auto owned = std::make_unique<CancelCall>();
+      cancel = owned.get();
+      cancels_.emplace(cancel, std::move(owned));
+    }
+    configure_context(cancel->context, absl::Now() + kCancelTimeout);
+    cancel->request.set_closure_id(closure_id);
+    // Freed by its callback under the lock, as runs are (see finish()).
+    stub_->async()->CancelFunction(&cancel->context, &cancel->request, &cancel->response,
+                                   [this, cancel](grpc::Status) {
+                                     absl::MutexLock lock(&calls_mu_);
+                                     cancels_.erase(cancel);
+                                   });
+  }
+
+  absl::Status probe(absl::Time deadline) const {
+    grpc::ClientContext context;
+    configure_context(context, deadline);
+    v1::GetStatusResponse response;
+    const grpc::Status status = stub_->GetStatus(&context, v1::GetStatusRequest(), &response);
+    if (!status.ok()) return annotate_with_task(from_grpc_status(status), task_name_, target_);
+    return absl::OkStatus();
+  }
+
+  void cancel_calls_and_wait() {
+    absl::MutexLock lock(&calls_mu_);
+    for (auto& [key, run] : runs_) run->context.TryCancel();
+    for (auto& [raw, cancel] : cancels_) cancel->context.TryCancel();
+    calls_mu_.Await(absl::Condition(this, &Connection::no_calls_locked));
+  }
+
   // --- streaming of structs (stream_structs) ----------------------------------
 
   absl::StatusOr<RemoteExecutorValue> create_value_handle(const Structure& value, int depth) {
@@ -290,6 +420,44 @@ class Connection : public std::enable_shared_from_this<Connection> {
   }
 
  private:
+  struct Run {
+    uint64_t key = 0;  // Unique per connection: a closure may be retried here.
+    grpc::ClientContext context;
+    v1::RunFunctionRequest request;
+    v1::RunFunctionResponse response;
+    RunDone done;
+  };
+  struct CancelCall {
+    grpc::ClientContext context;
+    v1::CancelFunctionRequest request;
+    v1::CancelFunctionResponse response;
+  };
+
+  void finish(Run* run, const grpc::Status& status) {
+    const absl::Status transport =
+        status.ok() ? absl::OkStatus()
+                    : annotate_with_task(from_grpc_status(status), task_name_, target_);
+    // `done` runs before the call is released: cancel_calls_and_wait()
+    // waits for runs_ to empty, so the owner outlives every callback.
+    std::move(run->done)(transport, run->response);
+    // Freed under the lock, before cancel_calls_and_wait() can see the map
+    // empty and the channel be dropped (see the class comment).
+    absl::MutexLock lock(&calls_mu_);
+    runs_.erase(run->key);
+  }
+
+  bool no_calls_locked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(calls_mu_) {
+    return runs_.empty() && cancels_.empty();
+  }
+
+  absl::Status malformed_result(std::string_view function_name, absl::string_view what) const {
+    return annotate_with_task(
+        absl::InternalError(absl::StrCat("call_function('", av(function_name),
+                                         "'): the worker sent a malformed result (", what,
+                                         ")")),
+        task_name_, target_);
+  }
+
   absl::Status malformed(std::string_view what) const {
     return annotate_with_task(
         absl::InternalError(absl::StrCat("the worker sent a malformed Compute response (",
@@ -334,11 +502,66 @@ class Connection : public std::enable_shared_from_this<Connection> {
   absl::flat_hash_set<std::string> owned_ ABSL_GUARDED_BY(mu_);
   // Ids of destroyed handles, not sent yet.
   std::vector<std::string> pending_ ABSL_GUARDED_BY(mu_);
+
+  // The asynchronous calls in flight, under a mutex of their own: the
+  // callbacks of the coordinator's runs never wait on handle bookkeeping.
+  absl::Mutex calls_mu_;
+  uint64_t next_key_ ABSL_GUARDED_BY(calls_mu_) = 0;
+  absl::flat_hash_map<uint64_t, std::unique_ptr<Run>> runs_ ABSL_GUARDED_BY(calls_mu_);
+  absl::flat_hash_map<CancelCall*, std::unique_ptr<CancelCall>> cancels_
+      ABSL_GUARDED_BY(calls_mu_);
 };
+
+// The friend of RemoteExecutor through which the internal API reaches the
+// connection.
+class Access {
+ public:
+  static Connection& connection(RemoteExecutor& executor) { return *executor.connection_; }
+  static std::unique_ptr<RemoteExecutor> make(std::shared_ptr<Connection> connection) {
+    return std::unique_ptr<RemoteExecutor>(new RemoteExecutor(std::move(connection)));
+  }
+};
+
+std::unique_ptr<RemoteExecutor> create_unconnected(std::string_view target,
+                                                   std::string task_name,
+                                                   RemoteExecutorOptions options,
+                                                   ChannelOptions channel_options) {
+  channel_options.max_message_bytes = options.max_message_bytes;
+  std::shared_ptr<grpc::Channel> channel = create_channel(target, channel_options);
+  return Access::make(std::make_shared<Connection>(std::string(target), std::move(task_name),
+                                                   std::move(options), channel));
+}
+
+void run_function_async(RemoteExecutor& executor, v1::RunFunctionRequest request,
+                        RunDone done) {
+  Access::connection(executor).run_async(std::move(request), std::move(done));
+}
+
+void cancel_function_async(RemoteExecutor& executor, uint64_t closure_id) {
+  Access::connection(executor).cancel_async(closure_id);
+}
+
+absl::Status probe(RemoteExecutor& executor, absl::Time deadline) {
+  return Access::connection(executor).probe(deadline);
+}
+
+void cancel_calls_and_wait(RemoteExecutor& executor) {
+  Access::connection(executor).cancel_calls_and_wait();
+}
+
+absl::Status function_status(const v1::RunFunctionResponse& response) {
+  const int32_t code = response.code();
+  if (code == 0) return absl::OkStatus();
+  if (code < 0 || code > static_cast<int32_t>(absl::StatusCode::kUnauthenticated)) {
+    return absl::Status(absl::StatusCode::kUnknown, response.message());
+  }
+  return absl::Status(static_cast<absl::StatusCode>(code), response.message());
+}
 
 }  // namespace remote_executor_internal
 
 using remote_executor_internal::Connection;
+using remote_executor_internal::check_options;
 
 // --- RemoteExecutorValue -------------------------------------------------------
 
@@ -392,42 +615,38 @@ absl::StatusOr<std::unique_ptr<RemoteExecutor>> RemoteExecutor::create(
   if (target.empty()) {
     return absl::InvalidArgumentError("RemoteExecutor::create needs a target (\"host:port\")");
   }
-  if (options.dispose_batch_size < 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "RemoteExecutorOptions::dispose_batch_size must be at least 1; got ",
-        options.dispose_batch_size));
-  }
-  if (options.max_message_bytes <= 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "RemoteExecutorOptions::max_message_bytes must be positive; got ",
-        options.max_message_bytes));
-  }
-  if (options.rpc_timeout <= absl::ZeroDuration() ||
-      options.compute_timeout <= absl::ZeroDuration()) {
-    return absl::InvalidArgumentError(
-        "RemoteExecutorOptions::rpc_timeout and compute_timeout must be positive");
-  }
+  PSFLOW_RETURN_IF_ERROR(check_options(options));
   ChannelOptions channel_options;
   channel_options.max_message_bytes = options.max_message_bytes;
-  std::unique_ptr<v1::ExecutorService::Stub> stub = v1::ExecutorService::NewStub(create_channel(target, channel_options));
+  std::shared_ptr<grpc::Channel> channel = create_channel(target, channel_options);
   // Fail fast on a wrong address, and learn the task's name for messages.
-  grpc::ClientContext context;
-  configure_context(context, absl::Now() + options.rpc_timeout);
   v1::GetStatusResponse status;
-  const grpc::Status rpc = stub->GetStatus(&context, v1::GetStatusRequest(), &status);
-  if (!rpc.ok()) {
-    return annotate_with_task(from_grpc_status(rpc), "the worker", target);
+  {
+    // Freed before `channel` (no callback thread is involved: a
+    // synchronous call).
+    grpc::ClientContext context;
+    configure_context(context, absl::Now() + options.rpc_timeout);
+    const grpc::Status rpc = v1::ExecutorService::NewStub(channel)->GetStatus(
+        &context, v1::GetStatusRequest(), &status);
+    if (!rpc.ok()) {
+      return annotate_with_task(from_grpc_status(rpc), "the worker", target);
+    }
   }
   std::string name = task_name(status.job_name(), status.task_index());
   auto connection = std::make_shared<Connection>(std::string(target), std::move(name),
-                                                 std::move(options), std::move(stub));
+                                                 std::move(options), channel);
   return std::unique_ptr<RemoteExecutor>(new RemoteExecutor(std::move(connection)));
 }
 
 RemoteExecutor::RemoteExecutor(std::shared_ptr<Connection> connection)
     : connection_(std::move(connection)) {}
 
-RemoteExecutor::~RemoteExecutor() { (void)close(); }
+RemoteExecutor::~RemoteExecutor() {
+  (void)close();
+  // Only the coordinator starts asynchronous calls; they must be freed
+  // while connection_ (the channel) is still held here.
+  connection_->cancel_calls_and_wait();
+}
 
 absl::StatusOr<RemoteExecutorValue> RemoteExecutor::create_value(const Structure& value) {
   PSFLOW_RETURN_IF_ERROR(connection_->check_open());
@@ -453,6 +672,12 @@ absl::StatusOr<RemoteExecutorValue> RemoteExecutor::create_call(
   PSFLOW_RETURN_IF_ERROR(connection_->check(argument, "create_call's argument"));
   PSFLOW_ASSIGN_OR_RETURN(std::string id, connection_->create_call(function.id(), &argument.id()));
   return connection_->adopt(std::move(id));
+}
+
+absl::StatusOr<Structure> RemoteExecutor::call_function(std::string_view function_name,
+                                                        const Structure& argument) {
+  PSFLOW_RETURN_IF_ERROR(connection_->check_open());
+  return connection_->call_function(function_name, argument);
 }
 
 absl::StatusOr<RemoteExecutorValue> RemoteExecutor::create_struct(

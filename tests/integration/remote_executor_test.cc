@@ -1,6 +1,7 @@
 // RemoteExecutor against a real worker process (LocalCluster: 1 ps, 1
-// worker): round trips, calls, structs and selections, chains, the error
-// model, hostile bytes, dispose batching and stream_structs.
+// worker): round trips, calls, the fused call_function, structs and
+// selections, chains, the error model, hostile bytes, dispose batching and
+// stream_structs.
 #include "psflow/remote_executor.h"
 
 #include <grpcpp/generic/generic_stub.h>
@@ -161,6 +162,54 @@ TEST_F(RemoteExecutorTest, CallsWithAndWithoutAnArgument) {
 
 // Calls get the worker's WorkerContext as RunFunction builds it: here its
 // ps clients, for the reference's worker_fn over variables on the ps.
+TEST_F(RemoteExecutorTest, CallFunctionIsTheFusedCall) {
+  // The same result as create_function + create_value + create_call +
+  // compute, in one round trip that leaves nothing on the worker.
+  const int64_t live_before = live_values();
+  EXPECT_EQ(ok_value(ex_->call_function("testing/add", Structure::tuple({1, 2}))), Structure(3));
+  EXPECT_EQ(ok_value(ex_->call_function("testing/add", Structure::tuple({1, 0.5}))),
+            Structure(1.5));
+  const Structure nested = Structure::tuple(
+      {Tensor::from_vector<float>({1, 2, 3, 4}, {2, 2}),
+       Structure::dict({{"v", 1}, {"w", Structure::list({Structure(), "x"})}})});
+  EXPECT_EQ(ok_value(ex_->call_function("testing/echo", nested)), nested);
+  // Without an argument the function gets None.
+  EXPECT_EQ(ok_value(ex_->call_function("testing/echo")), Structure());
+  EXPECT_EQ(live_values(), live_before);
+  EXPECT_EQ(ok_value(ex_->call_function("testing/echo", nested)),
+            compute(ok_value(ex_->create_call(function("testing/echo"), value(nested)))));
+
+  // An unknown function: NOT_FOUND naming it, with close names and the worker.
+  absl::StatusOr<Structure> unknown = ex_->call_function("testing/ecoh", 1);
+  EXPECT_EQ(unknown.status().code(), absl::StatusCode::kNotFound) << unknown.status();
+  EXPECT_THAT(message_of(unknown.status()), HasSubstr("testing/ecoh"));
+  EXPECT_THAT(message_of(unknown.status()), HasSubstr("testing/echo"));
+  EXPECT_THAT(message_of(unknown.status()), HasSubstr("/job:worker/replica:0/task:0"));
+
+  // The function's own error keeps its code and names the function.
+  absl::StatusOr<Structure> failed = ex_->call_function("testing/fail", "bad step");
+  EXPECT_EQ(failed.status().code(), absl::StatusCode::kInvalidArgument) << failed.status();
+  EXPECT_THAT(message_of(failed.status()), HasSubstr("bad step"));
+  EXPECT_THAT(message_of(failed.status()), HasSubstr("testing/fail"));
+  EXPECT_THAT(message_of(failed.status()), HasSubstr(*target_));
+
+  // An argument larger than one message is refused before sending.
+  RemoteExecutorOptions small;
+  small.max_message_bytes = 1 << 12;
+  std::unique_ptr<RemoteExecutor> limited = executor(small);
+  absl::StatusOr<Structure> too_big = limited->call_function("testing/echo", floats(4096, 1));
+  EXPECT_EQ(too_big.status().code(), absl::StatusCode::kInvalidArgument) << too_big.status();
+  EXPECT_THAT(message_of(too_big.status()), HasSubstr("max_message_bytes"));
+  EXPECT_EQ(ok_value(limited->call_function("testing/echo", floats(4, 1))),
+            Structure(floats(4, 1)));
+
+  // A closed executor.
+  ASSERT_TRUE(limited->close().ok());
+  absl::StatusOr<Structure> closed = limited->call_function("testing/echo", 1);
+  EXPECT_EQ(closed.status().code(), absl::StatusCode::kFailedPrecondition) << closed.status();
+  EXPECT_THAT(message_of(closed.status()), HasSubstr("closed"));
+}
+
 TEST_F(RemoteExecutorTest, CallsReachTheParameterServers) {
   auto strategy = ok_value(ParameterServerStrategy::create(
       SimpleClusterResolver(cluster_->cluster_spec(), "chief", 0)));
