@@ -43,6 +43,16 @@ namespace psflow {
 struct DatasetContext {
   int worker_index = 0;
   int num_workers = 1;
+  // How often the coordinator had seen this worker come back after losing
+  // it when the dataset was built (0 in a fault-free run).
+  int64_t worker_recoveries = 0;
+  // 0 in the first process serving this worker index; a value unique to
+  // the process when it replaced an earlier one (a restart). A seeded
+  // shuffle mixes it into its seed, so that a restarted worker does not
+  // replay its order from the same start (which, under frequent
+  // preemption, over-trains on the first examples of that order), while
+  // fault-free runs stay reproducible.
+  uint64_t restart_salt = 0;
 };
 
 using DatasetFunction =

@@ -85,6 +85,18 @@ class WorkerContext {
   [[nodiscard]] int worker_index() const { return worker_index_; }
   // How many worker tasks the cluster has.
   [[nodiscard]] int num_workers() const { return num_workers_; }
+  // How often the coordinator has seen this worker come back after losing
+  // it (0 in a fault-free run; in-process workers: always 0). A restarted
+  // worker rebuilds its per-worker datasets, which see it too
+  // (DatasetContext::worker_recoveries).
+  [[nodiscard]] int64_t worker_recoveries() const { return worker_recoveries_; }
+  void set_worker_recoveries(int64_t n) { worker_recoveries_ = n; }
+  // 0 while this worker process is the first the coordinator talked to at
+  // this worker index; once it is known to have replaced an earlier one
+  // (a restart), a value unique to this process. Per-worker datasets see it
+  // as DatasetContext::restart_salt.
+  [[nodiscard]] uint64_t restart_salt() const { return restart_salt_; }
+  void set_restart_salt(uint64_t salt) { restart_salt_ = salt; }
   // Identifies the scheduled closure within its coordinator's lifetime; the
   // same across retries of that closure on other workers, so that updates
   // it sends can be deduplicated.
@@ -143,6 +155,8 @@ class WorkerContext {
 
   int worker_index_;
   int num_workers_;
+  int64_t worker_recoveries_ = 0;
+  uint64_t restart_salt_ = 0;
   uint64_t closure_id_;
   WorkerResources* resources_;
   const std::atomic<bool>* cancelled_;

@@ -54,6 +54,8 @@ class GrpcWorkerConnection final : public WorkerConnection {
     proto.set_function_name(std::move(request.function_name));
     structure_to_proto(request.args, proto.mutable_args());
     proto.set_result_session(request.result_session);
+    proto.set_worker_recoveries(static_cast<uint32_t>(request.worker_recoveries));
+    proto.set_last_incarnation(request.last_incarnation);
     for (const RunRequest::InputRef& ref : request.input_refs) {
       v1::ResultRef* out = proto.add_input_refs();
       out->set_closure_id(ref.closure_id);

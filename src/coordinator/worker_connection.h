@@ -34,6 +34,10 @@ struct RunRequest {
     StructurePath path = {};
   };
   std::vector<InputRef> input_refs = {};
+  // How often the dispatcher has seen the worker come back after losing it.
+  int64_t worker_recoveries = 0;
+  // The worker process that last answered (RunResult::incarnation; 0: none).
+  uint64_t last_incarnation = 0;
 };
 
 // What came back. Two levels, because they mean different things:

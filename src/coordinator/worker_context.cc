@@ -57,7 +57,8 @@ absl::StatusOr<std::optional<Structure>> WorkerContext::get_next(const Structure
     absl::StatusOr<DatasetFunction> fn =
         DatasetRegistry::global().lookup(fn_it->second.string_value());
     absl::StatusOr<Dataset> dataset =
-        fn.ok() ? (*fn)(DatasetContext{worker_index_, num_workers_}, args_it->second)
+        fn.ok() ? (*fn)(DatasetContext{worker_index_, num_workers_, worker_recoveries_, restart_salt_},
+                    args_it->second)
                 : absl::StatusOr<Dataset>(fn.status());
     if (dataset.ok()) {
       state.iterator = std::make_unique<DatasetIterator>(dataset->make_iterator());

@@ -79,7 +79,9 @@ void WorkerDispatcher::start_run(std::shared_ptr<Closure> closure, bool resend) 
   if (!resend) ++closure->attempts;
   RunRequest request{closure->id(), closure->function_name(), Structure(), session_};
   request.result_session = result_session_;
+  request.worker_recoveries = recoveries_.load(std::memory_order_relaxed);
   const uint64_t incarnation = incarnation_.load(std::memory_order_relaxed);
+  request.last_incarnation = incarnation;
   if (result_session_ != 0 && incarnation != 0 && !closure->send_values) {
     request.args = closure->resolve_args(
         worker_index_,
@@ -192,6 +194,7 @@ void WorkerDispatcher::await_recovery() {
     absl::Status probe = connection_->probe(absl::Now() + kProbeTimeout);
     if (probe.ok()) {
       PSFLOW_LOG(Info, connection_->task_name(), " answers again; it takes closures again");
+      recoveries_.fetch_add(1, std::memory_order_relaxed);
       absl::MutexLock lock(&mu_);
       healthy_ = true;
       return;

@@ -91,6 +91,8 @@ class WorkerDispatcher {
   // The worker process last heard from (RunResult::incarnation); 0 until
   // the first answer.
   std::atomic<uint64_t> incarnation_{0};
+  // Times the worker answered a probe after being lost.
+  std::atomic<int64_t> recoveries_{0};
 
   mutable absl::Mutex mu_;
   // Closures whose runs are outstanding.

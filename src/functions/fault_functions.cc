@@ -50,5 +50,14 @@ PSFLOW_REGISTER_FUNCTION("testing/kill_own_worker",
                            return absl::InternalError("still alive after SIGKILL");
                          });
 
+// (worker index, worker recoveries, whether the restart salt is set) of
+// the worker running it.
+PSFLOW_REGISTER_FUNCTION("testing/worker_recoveries",
+                         [](WorkerContext& ctx, const Structure&) -> absl::StatusOr<Structure> {
+                           return Structure::tuple({static_cast<int64_t>(ctx.worker_index()),
+                                                    ctx.worker_recoveries(),
+                                                    ctx.restart_salt() != 0});
+                         });
+
 }  // namespace
 }  // namespace psflow

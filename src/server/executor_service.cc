@@ -93,7 +93,13 @@ grpc::ServerUnaryReactor* ExecutorServiceImpl::RunFunction(grpc::CallbackServerC
   pool_.schedule([this, reactor, request, response, cancelled,
                   args = *std::move(args)]() mutable {
     run(request->session(), request->result_session(), request->closure_id(),
-        request->function_name(), std::move(args), cancelled, response);
+        request->function_name(), std::move(args), cancelled, response,
+        request->worker_recoveries(),
+        // This process replaced the one the coordinator knew: a salt of
+        // its own, so that rebuilt datasets take new orders.
+        request->last_incarnation() != 0 && request->last_incarnation() != process_incarnation()
+            ? process_incarnation()
+            : 0);
     reactor->Finish(grpc::Status::OK);
   });
   return reactor;
@@ -139,7 +145,8 @@ void ExecutorServiceImpl::fill_result_cache_stats(v1::GetExecutorStatsResponse& 
 void ExecutorServiceImpl::run(uint64_t session, uint64_t result_session, uint64_t closure_id,
                               const std::string& function_name, Structure args,
                               const std::shared_ptr<std::atomic<bool>>& cancelled,
-                              v1::RunFunctionResponse* response) {
+                              v1::RunFunctionResponse* response, int64_t worker_recoveries,
+                              uint64_t restart_salt) {
   // Stamps the closure's updates for exactly-once application on the ps.
   std::optional<ScopedUpdateContext> updates;
   if (session != 0) updates.emplace(session, closure_id);
@@ -148,7 +155,9 @@ void ExecutorServiceImpl::run(uint64_t session, uint64_t result_session, uint64_
     output = absl::CancelledError(absl::StrCat("closure ", closure_id, " ('", function_name,
                                                "') was cancelled before it started"));
   }
-  if (output.ok()) output = invoke(closure_id, function_name, args, *cancelled);
+  if (output.ok()) {
+    output = invoke(closure_id, function_name, args, *cancelled, worker_recoveries, restart_salt);
+  }
   {
     absl::MutexLock lock(&mu_);
     auto it = running_.find(closure_id);
@@ -173,11 +182,18 @@ void ExecutorServiceImpl::run(uint64_t session, uint64_t result_session, uint64_
 absl::StatusOr<Structure> ExecutorServiceImpl::invoke(uint64_t closure_id,
                                                       std::string_view function_name,
                                                       const Structure& args,
-                                                      const std::atomic<bool>& cancelled) {
+                                                      const std::atomic<bool>& cancelled,
+                                                      int64_t worker_recoveries,
+                                                      uint64_t restart_salt) {
   const VariableClientLookup* variables =
       options_.variables != nullptr ? &options_.variables : nullptr;
   WorkerContext ctx(options_.worker_index, closure_id, resources_, cancelled,
                     options_.num_workers, variables);
+  ctx.set_worker_recoveries(worker_recoveries);
+  // Sticky for the process: datasets built by later closures (after the
+  // coordinator learnt this incarnation) get the same salt.
+  if (restart_salt != 0) restart_salt_.store(restart_salt, std::memory_order_relaxed);
+  ctx.set_restart_salt(restart_salt_.load(std::memory_order_relaxed));
   return run_registered_function(registry_, function_name, ctx, args);
 }
 

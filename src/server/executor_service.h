@@ -126,7 +126,8 @@ class ExecutorServiceImpl final
  private:
   void run(uint64_t session, uint64_t result_session, uint64_t closure_id,
            const std::string& function_name, Structure args,
-           const std::shared_ptr<std::atomic<bool>>& cancelled, v1::RunFunctionResponse* response);
+           const std::shared_ptr<std::atomic<bool>>& cancelled, v1::RunFunctionResponse* response,
+           int64_t worker_recoveries, uint64_t restart_salt);
   // Puts the results that `request.input_refs` name into `args`: NOT_FOUND
   // when the cache no longer holds one, INVALID_ARGUMENT for a bad request.
   absl::StatusOr<Structure> substitute_input_refs(const v1::RunFunctionRequest& request,
@@ -136,9 +137,13 @@ class ExecutorServiceImpl final
   // Runs a registered function with this worker's WorkerContext (the path
   // RunFunction and executor-protocol calls share).
   absl::StatusOr<Structure> invoke(uint64_t closure_id, std::string_view function_name,
-                                   const Structure& args, const std::atomic<bool>& cancelled);
+                                   const Structure& args, const std::atomic<bool>& cancelled,
+                                   int64_t worker_recoveries = 0, uint64_t restart_salt = 0);
 
   const TaskStatus* status_;
+  // Non-zero once a request showed that this process replaced the one the
+  // coordinator knew (see WorkerContext::restart_salt).
+  std::atomic<uint64_t> restart_salt_{0};
   const ExecutorServiceOptions options_;
   const FunctionRegistry& registry_;
   CodecLimits limits_;

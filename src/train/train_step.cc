@@ -132,9 +132,12 @@ absl::StatusOr<Dataset> make_train_dataset(const DatasetContext& ctx, const Stru
   PSFLOW_ASSIGN_OR_RETURN(std::shared_ptr<const FashionMnist> data,
                           training_data(dir->string_value()));
   // Workers see different orders (TF's advice: shuffle and repeat per
-  // worker rather than shard), reproducibly for a given --seed.
+  // worker rather than shard), reproducibly for a given --seed; a worker
+  // rebuilt after a restart takes a new order rather than replaying the
+  // start of its old one.
   const uint64_t worker_seed = static_cast<uint64_t>(seed->int_value()) * 0x9E3779B97F4A7C15ull +
-                               static_cast<uint64_t>(ctx.worker_index) + 1;
+                               static_cast<uint64_t>(ctx.worker_index) + 1 +
+                               ctx.restart_salt * 0xD1B54A32D192ED03ull;
   return Dataset::from_tensor_slices(Structure::tuple({data->train_images, data->train_labels}))
       .shuffle(data->train_labels.dim(0), worker_seed)
       .repeat()

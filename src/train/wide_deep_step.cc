@@ -122,9 +122,11 @@ absl::StatusOr<Dataset> make_wide_deep_dataset(const DatasetContext& ctx, const 
   }
   PSFLOW_ASSIGN_OR_RETURN(WideDeepDataSource src, WideDeepDataSource::from_structure(*source));
   PSFLOW_ASSIGN_OR_RETURN(std::shared_ptr<const WideDeepData> data, load_wide_deep_data(src));
-  // Workers see different orders, reproducibly for a given --seed.
+  // Workers see different orders, reproducibly for a given --seed; a
+  // restarted worker a new one (DatasetContext::restart_salt).
   const uint64_t worker_seed = static_cast<uint64_t>(seed) * 0x9E3779B97F4A7C15ull +
-                               static_cast<uint64_t>(ctx.worker_index) + 1;
+                               static_cast<uint64_t>(ctx.worker_index) + 1 +
+                               ctx.restart_salt * 0xD1B54A32D192ED03ull;
   return Dataset::from_tensor_slices(data->train.to_structure())
       .shuffle(data->train.size(), worker_seed)
       .repeat()

@@ -312,3 +312,54 @@ TEST(ChaosShortTest, AWorkerPausedPastTheTimeoutLosesItsClosureAndComesBack) {
 
 }  // namespace
 }  // namespace psflow
+
+namespace psflow {
+namespace {
+
+// A worker process that replaced one the coordinator knew is told so: its
+// restart salt is set (and per-worker datasets it rebuilds mix it into
+// their seeds, so that they do not replay the old order), while the worker
+// that never restarted keeps 0 and its fault-free reproducibility.
+TEST(ChaosShortTest, ARestartedWorkerKnowsItReplacedTheOldProcess) {
+  LocalClusterOptions cluster_options;
+  cluster_options.num_ps = 1;
+  cluster_options.num_workers = 2;
+  cluster_options.binary_path = PSFLOW_BINARY_PATH;
+  cluster_options.max_restarts = 1;
+  cluster_options.restart_backoff = absl::Milliseconds(10);
+  std::unique_ptr<LocalCluster> cluster = *LocalCluster::start(cluster_options);
+  std::unique_ptr<ParameterServerStrategy> strategy = *ParameterServerStrategy::create(
+      SimpleClusterResolver(cluster->cluster_spec(), "chief", 0));
+  std::unique_ptr<ClusterCoordinator> coordinator = *ClusterCoordinator::create(*strategy);
+  // Until both workers have answered once, unsalted.
+  bool seen[2] = {false, false};
+  bool salted[2] = {false, false};
+  auto run_round = [&] {
+    std::vector<RemoteValue> results;
+    for (int i = 0; i < 20; ++i) {
+      absl::StatusOr<RemoteValue> r = coordinator->schedule("testing/worker_recoveries", {});
+      ASSERT_TRUE(r.ok()) << r.status();
+      results.push_back(*r);
+    }
+    ASSERT_TRUE(coordinator->join().ok());
+    for (const RemoteValue& r : results) {
+      const Structure v = *r.fetch();
+      const int64_t w = v[0].int_value();
+      seen[w] = true;
+      salted[w] = v[2].bool_value();
+    }
+  };
+  const absl::Time deadline = absl::Now() + absl::Seconds(60);
+  while (!(seen[0] && seen[1]) && absl::Now() < deadline) run_round();
+  ASSERT_TRUE(seen[0] && seen[1]);
+  EXPECT_FALSE(salted[0]);
+  EXPECT_FALSE(salted[1]);
+  ASSERT_TRUE(cluster->signal_task("worker", 1, SIGKILL).ok());
+  ASSERT_TRUE(cluster->wait_for_restart("worker", 1, 1, absl::Seconds(30)).ok());
+  while (!salted[1] && absl::Now() < deadline) run_round();
+  EXPECT_TRUE(salted[1]);
+  EXPECT_FALSE(salted[0]);
+}
+
+}  // namespace
+}  // namespace psflow
