@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/synchronization/mutex.h"
 #include "base/version.h"
 #include "cli/commands.h"
 #include "cli/signals.h"
@@ -10,6 +11,10 @@
 int main(int argc, char** argv) {
   // Before anything starts a thread (see block_termination_signals).
   psflow::block_termination_signals();
+  // Debian builds abseil with mutex deadlock detection on: it records every
+  // lock order in a global graph, 1-3% of a ps's CPU under load (see
+  // docs/benchmarks.md). Unit tests (which link their own mains) keep it.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
 
   CLI::App app(
       "psflow: asynchronous parameter-server training (TensorFlow's "

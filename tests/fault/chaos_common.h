@@ -15,7 +15,10 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "gtest/gtest.h"
+#include "psflow/cluster_coordinator.h"
+#include "psflow/cluster_resolver.h"
 #include "psflow/local_cluster.h"
+#include "psflow/strategy.h"
 #include "train/trainer.h"
 
 namespace psflow::testing {
@@ -144,6 +147,29 @@ inline PauseRun train_while_pausing_a_worker(TrainOptions options, absl::Duratio
   out.run.kills = pauses.load();
   out.paused_worker_restarts = (*cluster)->restart_count("worker", 1).value_or(-1);
   return out;
+}
+
+// 1 ps + 2 workers that the launcher restarts up to `max_restarts` times
+// (after 20 ms), with a strategy and a coordinator made with `options`:
+// the short chaos tests' cluster.
+struct ChaosCluster {
+  std::unique_ptr<LocalCluster> cluster;
+  std::unique_ptr<ParameterServerStrategy> strategy;
+  std::unique_ptr<ClusterCoordinator> coordinator;
+};
+inline ChaosCluster start_chaos_cluster(int max_restarts, ClusterCoordinatorOptions options = {}) {
+  LocalClusterOptions cluster_options;
+  cluster_options.num_ps = 1;
+  cluster_options.num_workers = 2;
+  cluster_options.binary_path = PSFLOW_BINARY_PATH;
+  cluster_options.max_restarts = max_restarts;
+  cluster_options.restart_backoff = absl::Milliseconds(20);
+  ChaosCluster c;
+  c.cluster = *LocalCluster::start(cluster_options);
+  c.strategy = *ParameterServerStrategy::create(
+      SimpleClusterResolver(c.cluster->cluster_spec(), "chief", 0));
+  c.coordinator = *ClusterCoordinator::create(*c.strategy, options);
+  return c;
 }
 
 }  // namespace psflow::testing

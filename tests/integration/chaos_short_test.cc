@@ -130,20 +130,13 @@ namespace {
 // 1 ps + 2 workers while killing a worker that is mid-closure every
 // 400 ms (`kills` times); returns the counter the closures incremented.
 int64_t counter_after_kills(bool exactly_once, int closures, int kills) {
-  LocalClusterOptions cluster_options;
-  cluster_options.num_ps = 1;
-  cluster_options.num_workers = 2;
-  cluster_options.binary_path = PSFLOW_BINARY_PATH;
-  cluster_options.max_restarts = 100;
-  cluster_options.restart_backoff = absl::Milliseconds(20);
-  std::unique_ptr<LocalCluster> cluster = *LocalCluster::start(cluster_options);
-  std::unique_ptr<ParameterServerStrategy> strategy = *ParameterServerStrategy::create(
-      SimpleClusterResolver(cluster->cluster_spec(), "chief", 0));
   ClusterCoordinatorOptions coordinator_options;
   coordinator_options.exactly_once = exactly_once;
   coordinator_options.max_worker_failures_per_closure = 100;
-  std::unique_ptr<ClusterCoordinator> coordinator =
-      *ClusterCoordinator::create(*strategy, coordinator_options);
+  testing::ChaosCluster c = testing::start_chaos_cluster(100, coordinator_options);
+  LocalCluster* cluster = c.cluster.get();
+  ParameterServerStrategy* strategy = c.strategy.get();
+  ClusterCoordinator* coordinator = c.coordinator.get();
   ShardedVariable counter, marker;
   {
     StrategyScope scope = strategy->scope();
@@ -199,19 +192,11 @@ namespace {
 // failed after max_worker_failures_per_closure attempts instead of looping;
 // the error is reported once and the restarted workers take work again.
 TEST(ChaosShortTest, PoisonClosureIsFailedAfterTheRetryBound) {
-  LocalClusterOptions cluster_options;
-  cluster_options.num_ps = 1;
-  cluster_options.num_workers = 2;
-  cluster_options.binary_path = PSFLOW_BINARY_PATH;
-  cluster_options.max_restarts = 20;
-  cluster_options.restart_backoff = absl::Milliseconds(20);
-  std::unique_ptr<LocalCluster> cluster = *LocalCluster::start(cluster_options);
-  std::unique_ptr<ParameterServerStrategy> strategy = *ParameterServerStrategy::create(
-      SimpleClusterResolver(cluster->cluster_spec(), "chief", 0));
   ClusterCoordinatorOptions options;
   options.max_worker_failures_per_closure = 3;
-  std::unique_ptr<ClusterCoordinator> coordinator =
-      *ClusterCoordinator::create(*strategy, options);
+  testing::ChaosCluster c = testing::start_chaos_cluster(20, options);
+  LocalCluster* cluster = c.cluster.get();
+  ClusterCoordinator* coordinator = c.coordinator.get();
   absl::StatusOr<RemoteValue> poison = coordinator->schedule("testing/kill_own_worker", {});
   ASSERT_TRUE(poison.ok()) << poison.status();
   const absl::Status fetched = poison->fetch().status();
@@ -252,17 +237,12 @@ namespace {
 // (SIGCONT), its stale run adds nothing, and it takes work again without
 // having been restarted.
 TEST(ChaosShortTest, AWorkerPausedPastTheTimeoutLosesItsClosureAndComesBack) {
-  LocalClusterOptions cluster_options;
-  cluster_options.num_ps = 1;
-  cluster_options.num_workers = 2;
-  cluster_options.binary_path = PSFLOW_BINARY_PATH;
-  std::unique_ptr<LocalCluster> cluster = *LocalCluster::start(cluster_options);
-  std::unique_ptr<ParameterServerStrategy> strategy = *ParameterServerStrategy::create(
-      SimpleClusterResolver(cluster->cluster_spec(), "chief", 0));
   ClusterCoordinatorOptions options;
   options.worker_timeout = absl::Seconds(10);
-  std::unique_ptr<ClusterCoordinator> coordinator =
-      *ClusterCoordinator::create(*strategy, options);
+  testing::ChaosCluster c = testing::start_chaos_cluster(0, options);
+  LocalCluster* cluster = c.cluster.get();
+  ParameterServerStrategy* strategy = c.strategy.get();
+  ClusterCoordinator* coordinator = c.coordinator.get();
   ShardedVariable counter, marker;
   {
     StrategyScope scope = strategy->scope();
@@ -321,16 +301,9 @@ namespace {
 // their seeds, so that they do not replay the old order), while the worker
 // that never restarted keeps 0 and its fault-free reproducibility.
 TEST(ChaosShortTest, ARestartedWorkerKnowsItReplacedTheOldProcess) {
-  LocalClusterOptions cluster_options;
-  cluster_options.num_ps = 1;
-  cluster_options.num_workers = 2;
-  cluster_options.binary_path = PSFLOW_BINARY_PATH;
-  cluster_options.max_restarts = 1;
-  cluster_options.restart_backoff = absl::Milliseconds(10);
-  std::unique_ptr<LocalCluster> cluster = *LocalCluster::start(cluster_options);
-  std::unique_ptr<ParameterServerStrategy> strategy = *ParameterServerStrategy::create(
-      SimpleClusterResolver(cluster->cluster_spec(), "chief", 0));
-  std::unique_ptr<ClusterCoordinator> coordinator = *ClusterCoordinator::create(*strategy);
+  testing::ChaosCluster c = testing::start_chaos_cluster(1);
+  LocalCluster* cluster = c.cluster.get();
+  ClusterCoordinator* coordinator = c.coordinator.get();
   // Until both workers have answered once, unsalted.
   bool seen[2] = {false, false};
   bool salted[2] = {false, false};
