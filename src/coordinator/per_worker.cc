@@ -1,26 +1,17 @@
 #include "psflow/per_worker.h"
 
-#include <atomic>
-#include <random>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "base/logging.h"
 #include "base/strings.h"
-#include "coordinator/close_names.h"
+#include "base/status_macros.h"
+#include "coordinator/named_functions.h"
 
 namespace psflow {
 namespace {
 
 constexpr char kIteratorMarker[] = "psflow_per_worker_iterator";
-
-// Unique across coordinator processes, so that a worker serving two
-// coordinators never mixes their iterators.
-std::string new_iterator_id() {
-  static const uint64_t process = std::random_device{}() ^ (uint64_t{std::random_device{}()} << 32);
-  static std::atomic<uint64_t> counter{0};
-  return absl::StrCat(absl::Hex(process, absl::kZeroPad16), "-", counter.fetch_add(1) + 1);
-}
 
 }  // namespace
 
@@ -30,14 +21,10 @@ DatasetRegistry& DatasetRegistry::global() {
 }
 
 absl::Status DatasetRegistry::register_dataset(std::string name, DatasetFunction fn) {
-  if (name.empty()) return absl::InvalidArgumentError("A dataset function needs a name.");
-  if (fn == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat("Dataset function '", name, "' is empty."));
-  }
+  PSFLOW_RETURN_IF_ERROR(internal::check_registration("dataset", name, fn == nullptr));
   absl::MutexLock lock(&mu_);
   if (!functions_.emplace(name, std::move(fn)).second) {
-    return absl::AlreadyExistsError(
-        absl::StrCat("A dataset function named '", name, "' is already registered."));
+    return internal::already_registered("dataset", name);
   }
   return absl::OkStatus();
 }
@@ -48,16 +35,7 @@ absl::StatusOr<DatasetFunction> DatasetRegistry::lookup(std::string_view name) c
     auto it = functions_.find(name);
     if (it != functions_.end()) return it->second;
   }
-  std::string message =
-      absl::StrCat("No dataset function named '", av(name), "' is registered in this binary.");
-  const std::vector<std::string> close = close_names(name, names());
-  if (!close.empty()) {
-    absl::StrAppend(&message, " Did you mean '", close.front(), "'?");
-  }
-  absl::StrAppend(&message,
-                  " Dataset functions are registered with PSFLOW_DATASET_FUNCTION in code linked "
-                  "into every process of the job.");
-  return absl::NotFoundError(message);
+  return internal::not_registered("dataset", "PSFLOW_DATASET_FUNCTION", name, names());
 }
 
 std::vector<std::string> DatasetRegistry::names() const {
@@ -87,7 +65,7 @@ absl::StatusOr<PerWorkerDataset> PerWorkerDataset::create(std::string dataset_fn
 
 PerWorkerIterator PerWorkerDataset::iter() const {
   return PerWorkerIterator(Structure::dict(
-      {{kIteratorMarker, new_iterator_id()}, {"dataset_fn", dataset_fn_}, {"args", args_}}));
+      {{kIteratorMarker, internal::new_per_worker_id()}, {"dataset_fn", dataset_fn_}, {"args", args_}}));
 }
 
 }  // namespace psflow

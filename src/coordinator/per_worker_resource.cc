@@ -1,26 +1,17 @@
 #include "psflow/per_worker_resource.h"
 
-#include <atomic>
-#include <random>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "base/logging.h"
 #include "base/strings.h"
-#include "coordinator/close_names.h"
+#include "base/status_macros.h"
+#include "coordinator/named_functions.h"
 
 namespace psflow {
 namespace {
 
 constexpr char kResourceMarker[] = "psflow_per_worker_resource";
-
-// Unique across coordinator processes, so that a worker serving two
-// coordinators never mixes their resources.
-std::string new_resource_id() {
-  static const uint64_t process = std::random_device{}() ^ (uint64_t{std::random_device{}()} << 32);
-  static std::atomic<uint64_t> counter{0};
-  return absl::StrCat(absl::Hex(process, absl::kZeroPad16), "-", counter.fetch_add(1) + 1);
-}
 
 }  // namespace
 
@@ -30,14 +21,10 @@ ResourceRegistry& ResourceRegistry::global() {
 }
 
 absl::Status ResourceRegistry::register_resource(std::string name, ResourceFunction fn) {
-  if (name.empty()) return absl::InvalidArgumentError("A resource function needs a name.");
-  if (fn == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat("Resource function '", name, "' is empty."));
-  }
+  PSFLOW_RETURN_IF_ERROR(internal::check_registration("resource", name, fn == nullptr));
   absl::MutexLock lock(&mu_);
   if (!functions_.emplace(name, std::move(fn)).second) {
-    return absl::AlreadyExistsError(
-        absl::StrCat("A resource function named '", name, "' is already registered."));
+    return internal::already_registered("resource", name);
   }
   return absl::OkStatus();
 }
@@ -48,16 +35,7 @@ absl::StatusOr<ResourceFunction> ResourceRegistry::lookup(std::string_view name)
     auto it = functions_.find(name);
     if (it != functions_.end()) return it->second;
   }
-  std::string message =
-      absl::StrCat("No resource function named '", av(name), "' is registered in this binary.");
-  const std::vector<std::string> close = close_names(name, names());
-  if (!close.empty()) {
-    absl::StrAppend(&message, " Did you mean '", close.front(), "'?");
-  }
-  absl::StrAppend(&message,
-                  " Resource functions are registered with PSFLOW_RESOURCE_FUNCTION in code "
-                  "linked into every process of the job.");
-  return absl::NotFoundError(message);
+  return internal::not_registered("resource", "PSFLOW_RESOURCE_FUNCTION", name, names());
 }
 
 std::vector<std::string> ResourceRegistry::names() const {
@@ -78,7 +56,7 @@ absl::StatusOr<PerWorkerResource> PerWorkerResource::create(std::string resource
                                                             Structure args) {
   absl::StatusOr<ResourceFunction> fn = ResourceRegistry::global().lookup(resource_fn);
   if (!fn.ok()) return fn.status();
-  return PerWorkerResource(Structure::dict({{kResourceMarker, new_resource_id()},
+  return PerWorkerResource(Structure::dict({{kResourceMarker, internal::new_per_worker_id()},
                                             {"resource_fn", std::move(resource_fn)},
                                             {"args", std::move(args)}}));
 }
