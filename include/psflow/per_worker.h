@@ -48,11 +48,20 @@ struct DatasetContext {
   int64_t worker_recoveries = 0;
   // 0 in the first process serving this worker index; a value unique to
   // the process when it replaced an earlier one (a restart). A seeded
-  // shuffle mixes it into its seed, so that a restarted worker does not
+  // shuffle mixes it into its seed (worker_seed), so that a restarted worker does not
   // replay its order from the same start (which, under frequent
   // preemption, over-trains on the first examples of that order), while
   // fault-free runs stay reproducible.
   uint64_t restart_salt = 0;
+
+  // A shuffle seed for this worker from a run's `seed`: different per
+  // worker (so workers see different orders, TF's advice: shuffle and
+  // repeat per worker rather than shard), reproducible for a given seed,
+  // and new after a restart (restart_salt).
+  [[nodiscard]] uint64_t worker_seed(uint64_t seed) const {
+    return seed * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(worker_index) + 1 +
+           restart_salt * 0xD1B54A32D192ED03ull;
+  }
 };
 
 using DatasetFunction =

@@ -55,3 +55,17 @@ TEST(NamedFunctionsTest, TheDatasetRegistryUsesThem) {
 
 }  // namespace
 }  // namespace psflow::internal
+
+namespace psflow {
+namespace {
+
+TEST(DatasetContextTest, WorkerSeedsDifferPerWorkerAndAfterARestartOnly) {
+  const DatasetContext w0{0, 2, 0, 0}, w1{1, 2, 0, 0}, w1_restarted{1, 2, 1, 12345};
+  EXPECT_EQ(w0.worker_seed(7), DatasetContext({0, 2, 0, 0}).worker_seed(7));  // reproducible
+  EXPECT_NE(w0.worker_seed(7), w1.worker_seed(7));
+  EXPECT_NE(w1.worker_seed(7), w1_restarted.worker_seed(7));
+  EXPECT_NE(w0.worker_seed(7), w0.worker_seed(8));
+}
+
+}  // namespace
+}  // namespace psflow

@@ -23,17 +23,13 @@
 #include "rpc/grpc_status.h"
 #include "server/executor_service.h"
 #include "server/task_status.h"
+#include "base/test_util.h"
 
 namespace psflow {
 namespace {
 
 using ::testing::HasSubstr;
 
-template <typename T>
-T ok_value(absl::StatusOr<T> s) {
-  EXPECT_TRUE(s.ok()) << s.status();
-  return std::move(s).value();
-}
 
 class ExecutorProtocolTest : public ::testing::Test {
  protected:

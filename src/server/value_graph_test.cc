@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "base/test_util.h"
 
 namespace psflow {
 namespace {
@@ -18,11 +19,6 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 using Result = ValueGraph::Result;
 
-template <typename T>
-T ok_value(absl::StatusOr<T> s) {
-  EXPECT_TRUE(s.ok()) << s.status();
-  return std::move(s).value();
-}
 
 // What compute() delivered, if anything yet.
 struct Computed {

@@ -28,15 +28,29 @@ absl::StatusOr<PsMonitor> PsMonitor::create(const ClusterSpec& spec, absl::Time 
     tasks.push_back(Task{std::move(address), task_name(kPsJob, index), 0});
   }
   PsMonitor monitor(std::move(tasks));
-  PSFLOW_ASSIGN_OR_RETURN(std::vector<std::string> restarted,
-                          monitor.restarted_since(absl::OkStatus(), deadline, nullptr));
-  (void)restarted;  // Every task is "new" the first time.
+  PSFLOW_ASSIGN_OR_RETURN(std::vector<uint64_t> incarnations,
+                          monitor.await_incarnations(absl::OkStatus(), deadline, nullptr));
+  for (size_t i = 0; i < incarnations.size(); ++i) {
+    monitor.tasks_[i].incarnation = incarnations[i];
+  }
   return monitor;
 }
 
 absl::StatusOr<std::vector<std::string>> PsMonitor::restarted_since(const absl::Status& error,
                                                                     absl::Time deadline,
                                                                     std::FILE* out) {
+  PSFLOW_ASSIGN_OR_RETURN(std::vector<uint64_t> seen, await_incarnations(error, deadline, out));
+  std::vector<std::string> restarted;
+  for (size_t i = 0; i < tasks_.size(); ++i) {
+    if (seen[i] != tasks_[i].incarnation) restarted.push_back(tasks_[i].name);
+    tasks_[i].incarnation = seen[i];
+  }
+  return restarted;
+}
+
+absl::StatusOr<std::vector<uint64_t>> PsMonitor::await_incarnations(const absl::Status& error,
+                                                                   absl::Time deadline,
+                                                                   std::FILE* out) const {
   std::vector<uint64_t> seen(tasks_.size(), 0);
   std::vector<std::string> down;
   bool announced = false;
@@ -68,12 +82,7 @@ absl::StatusOr<std::vector<std::string>> PsMonitor::restarted_since(const absl::
     }
     absl::SleepFor(kPollInterval);
   }
-  std::vector<std::string> restarted;
-  for (size_t i = 0; i < tasks_.size(); ++i) {
-    if (seen[i] != tasks_[i].incarnation) restarted.push_back(tasks_[i].name);
-    tasks_[i].incarnation = seen[i];
-  }
-  return restarted;
+  return seen;
 }
 
 }  // namespace psflow

@@ -55,6 +55,10 @@ class PsMonitor {
     uint64_t incarnation = 0;
   };
   explicit PsMonitor(std::vector<Task> tasks) : tasks_(std::move(tasks)) {}
+  // Every task's incarnation, once all of them answer GetStatus (see
+  // restarted_since for `error`, `deadline` and `out`).
+  [[nodiscard]] absl::StatusOr<std::vector<uint64_t>> await_incarnations(
+      const absl::Status& error, absl::Time deadline, std::FILE* out) const;
   std::vector<Task> tasks_;
 };
 

@@ -15,6 +15,7 @@
 #include "psflow/variable.h"
 #include "psflow/worker_context.h"
 #include "train/mlp.h"
+#include "train/step_config.h"
 
 namespace psflow {
 
@@ -28,28 +29,9 @@ inline constexpr char kTrainDataset[] = "train/fashion_mnist";
 [[nodiscard]] absl::StatusOr<Dataset> make_train_dataset(const DatasetContext& ctx,
                                                          const Structure& args);
 
-// Everything a worker needs to train, sent with every closure (a few
-// hundred bytes) so that a worker that restarts, or joins late, can start
-// from any closure. Workers cache what they build from it by `run_id`.
+// The classifier closure's arguments (train/step_config.h).
 // Thread-safety: a value type.
-struct TrainStepConfig {
-  std::string run_id;
-  MlpSpec model;
-  std::vector<VariableHandle> variables;  // in MlpSpec::parameter_shapes order
-  OptimizerConfig optimizer;
-  double learning_rate = 1e-3;
-  // Keras's CosineDecay(learning_rate, decay_steps, alpha) over the
-  // optimizer's iterations when decay_steps > 0; constant otherwise.
-  int64_t decay_steps = 0;
-  double decay_alpha = 0.0;
-  VariableHandle iterations;
-  // The worker's training batches: PerWorkerIterator::handle() of the
-  // kTrainDataset per-worker dataset.
-  Structure iterator;
-  // Training steps (batches) one closure runs: TF's steps_per_execution.
-  int64_t steps = 1;
-
-  [[nodiscard]] Structure to_structure() const;
+struct TrainStepConfig : StepConfig<MlpSpec> {
   // Validates: the structure crossed the network.
   [[nodiscard]] static absl::StatusOr<TrainStepConfig> from_structure(const Structure& s);
 };
@@ -67,20 +49,15 @@ struct TrainStepResult {
   void add(const TrainStepResult& other);
 };
 
-// Runs config.steps steps on ctx's worker: next batch of the worker's
-// copy of the training dataset -> read the parameters (one
-// batched request per ps) -> forward/backward -> apply the gradients on
-// the ps (one request per ps).
-// OptimizerConfig as a Structure for closure arguments, and back
-// (validated: it crossed the network).
-[[nodiscard]] Structure optimizer_config_to_structure(const OptimizerConfig& config);
-[[nodiscard]] absl::StatusOr<OptimizerConfig> optimizer_config_from_structure(const Structure& s);
-
 // Keras's CosineDecay: lr * ((1 - alpha) * (1 + cos(pi * t)) / 2 + alpha),
 // t = min(step, decay_steps) / decay_steps.
 [[nodiscard]] double cosine_decay(double learning_rate, int64_t decay_steps, double alpha,
                                   int64_t step);
 
+// Runs config.steps steps on ctx's worker: next batch of the worker's
+// copy of the training dataset -> read the parameters (one
+// batched request per ps) -> forward/backward -> apply the gradients on
+// the ps (one request per ps).
 [[nodiscard]] absl::StatusOr<Structure> run_train_steps(WorkerContext& ctx, const Structure& args);
 
 }  // namespace psflow

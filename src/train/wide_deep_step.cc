@@ -19,7 +19,6 @@ namespace psflow {
 namespace {
 
 constexpr int64_t kMaxBatch = 1 << 20;
-constexpr int64_t kMaxSteps = 1 << 20;
 
 constexpr ClosureArgs kArgs{"wide_deep training closure arguments"};
 
@@ -122,77 +121,16 @@ absl::StatusOr<Dataset> make_wide_deep_dataset(const DatasetContext& ctx, const 
   }
   PSFLOW_ASSIGN_OR_RETURN(WideDeepDataSource src, WideDeepDataSource::from_structure(*source));
   PSFLOW_ASSIGN_OR_RETURN(std::shared_ptr<const WideDeepData> data, load_wide_deep_data(src));
-  // Workers see different orders, reproducibly for a given --seed; a
-  // restarted worker a new one (DatasetContext::restart_salt).
-  const uint64_t worker_seed = static_cast<uint64_t>(seed) * 0x9E3779B97F4A7C15ull +
-                               static_cast<uint64_t>(ctx.worker_index) + 1 +
-                               ctx.restart_salt * 0xD1B54A32D192ED03ull;
   return Dataset::from_tensor_slices(data->train.to_structure())
-      .shuffle(data->train.size(), worker_seed)
+      .shuffle(data->train.size(), ctx.worker_seed(static_cast<uint64_t>(seed)))
       .repeat()
       .batch(batch_size, /*drop_remainder=*/true)
       .prefetch(2);
 }
 
-Structure WideDeepStepConfig::to_structure() const {
-  Structure::Items handles;
-  for (const VariableHandle& h : variables) handles.push_back(h.to_structure());
-  return Structure::dict({{"run_id", run_id},
-                          {"model", model.to_structure()},
-                          {"variables", Structure::list(std::move(handles))},
-                          {"optimizer", optimizer_config_to_structure(optimizer)},
-                          {"learning_rate", learning_rate},
-                          {"decay_steps", decay_steps},
-                          {"decay_alpha", decay_alpha},
-                          {"iterations", iterations.to_structure()},
-                          {"iterator", iterator},
-                          {"steps", steps}});
-}
-
 absl::StatusOr<WideDeepStepConfig> WideDeepStepConfig::from_structure(const Structure& s) {
-  WideDeepStepConfig c;
-  PSFLOW_ASSIGN_OR_RETURN(const Structure* run_id, kArgs.field(s, "run_id", Structure::Kind::kString));
-  c.run_id = run_id->string_value();
-  if (c.run_id.empty()) return kArgs.malformed("'run_id' is empty");
-  PSFLOW_ASSIGN_OR_RETURN(const Structure* model, kArgs.field(s, "model", Structure::Kind::kDict));
-  PSFLOW_ASSIGN_OR_RETURN(c.model, WideDeepSpec::from_structure(*model));
-  PSFLOW_ASSIGN_OR_RETURN(const Structure* vars, kArgs.field(s, "variables", Structure::Kind::kList));
-  const std::vector<Shape> shapes = c.model.parameter_shapes();
-  if (vars->size() != shapes.size()) {
-    return kArgs.malformed(absl::StrCat("the model has ", shapes.size(), " parameters but ",
-                                  vars->size(), " variables were sent"));
-  }
-  for (size_t i = 0; i < shapes.size(); ++i) {
-    PSFLOW_ASSIGN_OR_RETURN(VariableHandle h, VariableHandle::from_structure((*vars)[i]));
-    if (h.dtype != DType::kFloat32 || h.shape != shapes[i]) {
-      return kArgs.malformed(absl::StrCat("variable ", i, " ('", h.name, "') is ",
-                                    av(dtype_name(h.dtype)), " ", shape_string(h.shape),
-                                    ", the model needs float32 ", shape_string(shapes[i])));
-    }
-    c.variables.push_back(std::move(h));
-  }
-  PSFLOW_ASSIGN_OR_RETURN(const Structure* opt, kArgs.field(s, "optimizer", Structure::Kind::kDict));
-  PSFLOW_ASSIGN_OR_RETURN(c.optimizer, optimizer_config_from_structure(*opt));
-  PSFLOW_ASSIGN_OR_RETURN(c.learning_rate, kArgs.float_field(s, "learning_rate"));
-  PSFLOW_ASSIGN_OR_RETURN(c.decay_steps, kArgs.int_field(s, "decay_steps"));
-  PSFLOW_ASSIGN_OR_RETURN(c.decay_alpha, kArgs.float_field(s, "decay_alpha"));
-  if (!(c.learning_rate > 0) || c.decay_steps < 0 ||
-      !(c.decay_alpha >= 0 && c.decay_alpha <= 1)) {
-    return kArgs.malformed("learning_rate must be > 0, decay_steps >= 0 and decay_alpha in [0, 1]");
-  }
-  PSFLOW_ASSIGN_OR_RETURN(const Structure* it, kArgs.field(s, "iterations", Structure::Kind::kDict));
-  PSFLOW_ASSIGN_OR_RETURN(c.iterations, VariableHandle::from_structure(*it));
-  if (c.iterations.dtype != DType::kInt64 || !c.iterations.shape.empty()) {
-    return kArgs.malformed("'iterations' must be an int64 scalar variable");
-  }
-  PSFLOW_ASSIGN_OR_RETURN(const Structure* iterator, kArgs.field(s, "iterator", Structure::Kind::kDict));
-  if (!PerWorkerIterator::is_handle(*iterator)) return kArgs.malformed("'iterator' is not an iterator");
-  c.iterator = *iterator;
-  PSFLOW_ASSIGN_OR_RETURN(c.steps, kArgs.int_field(s, "steps"));
-  if (c.steps < 1 || c.steps > kMaxSteps) {
-    return kArgs.malformed(absl::StrCat("steps ", c.steps, " is outside [1, ", kMaxSteps, "]"));
-  }
-  return c;
+  PSFLOW_ASSIGN_OR_RETURN(auto common, StepConfig::from_structure(s, kArgs));
+  return WideDeepStepConfig{std::move(common)};
 }
 
 Structure WideDeepStepResult::to_structure() const {

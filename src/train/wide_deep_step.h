@@ -15,6 +15,7 @@
 #include "psflow/structure.h"
 #include "psflow/variable.h"
 #include "psflow/worker_context.h"
+#include "train/step_config.h"
 #include "train/wide_deep_model.h"
 
 namespace psflow {
@@ -31,24 +32,9 @@ inline constexpr char kWideDeepDataset[] = "train/wide_deep_data";
 [[nodiscard]] absl::StatusOr<Dataset> make_wide_deep_dataset(const DatasetContext& ctx,
                                                              const Structure& args);
 
-// Everything a worker needs to train, sent with every closure so that a
-// worker that restarts, or joins late, can start from any closure. Workers
-// cache what they build from it by `run_id`.
+// The wide_deep closure's arguments (train/step_config.h).
 // Thread-safety: a value type.
-struct WideDeepStepConfig {
-  std::string run_id;
-  WideDeepSpec model;
-  std::vector<VariableHandle> variables;  // in WideDeepSpec::parameter_shapes order
-  OptimizerConfig optimizer;
-  double learning_rate = 0.5;
-  // Keras's CosineDecay over the optimizer's iterations when > 0.
-  int64_t decay_steps = 0;
-  double decay_alpha = 0.0;
-  VariableHandle iterations;
-  Structure iterator;  // PerWorkerIterator::handle() of kWideDeepDataset
-  int64_t steps = 1;   // batches per closure
-
-  [[nodiscard]] Structure to_structure() const;
+struct WideDeepStepConfig : StepConfig<WideDeepSpec> {
   // Validates: the structure crossed the network (shapes of the variables
   // against the model, the optimizer, the ranges).
   [[nodiscard]] static absl::StatusOr<WideDeepStepConfig> from_structure(const Structure& s);

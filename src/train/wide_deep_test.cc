@@ -13,15 +13,11 @@
 #include "train/wide_deep_model.h"
 #include "train/wide_deep_step.h"
 #include "train/wide_deep_trainer.h"
+#include "base/test_util.h"
 
 namespace psflow {
 namespace {
 
-template <typename T>
-T ok_value(absl::StatusOr<T> s) {
-  EXPECT_TRUE(s.ok()) << s.status();
-  return std::move(s).value();
-}
 
 WideDeepGeneratorOptions small_generator(uint64_t seed = 7) {
   WideDeepGeneratorOptions o;

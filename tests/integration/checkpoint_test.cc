@@ -34,6 +34,7 @@
 #include "psflow/partitioners.h"
 #include "psflow/strategy.h"
 #include "strategy/variable_snapshots.h"
+#include "base/test_util.h"
 
 namespace psflow {
 namespace {
@@ -43,11 +44,6 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using Json = nlohmann::json;
 
-template <typename T>
-T ok_value(absl::StatusOr<T> s) {
-  EXPECT_TRUE(s.ok()) << s.status();
-  return std::move(s).value();  // throws (failing the test) when not OK
-}
 
 std::string read_all(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

@@ -29,6 +29,7 @@
 #include "psflow/v1/task.grpc.pb.h"
 #include "psflow/variable.h"
 #include "rpc/channel.h"
+#include "base/test_util.h"
 
 namespace psflow {
 namespace {
@@ -42,11 +43,6 @@ constexpr absl::Duration kNegativeCheck = absl::Milliseconds(100);
 constexpr absl::string_view kCancelled =
     "The corresponding function is cancelled. Please reschedule the function.";
 
-template <typename T>
-T ok_value(absl::StatusOr<T> s) {
-  EXPECT_TRUE(s.ok()) << s.status();
-  return std::move(s).value();  // throws (failing the test) when not OK
-}
 
 int64_t read_int(const ShardedVariable& v) {
   return ok_value(v.read_value()).scalar_value<int64_t>();

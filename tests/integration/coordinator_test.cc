@@ -18,15 +18,11 @@
 #include "psflow/per_worker.h"
 #include "psflow/per_worker_resource.h"
 #include "psflow/variable.h"
+#include "base/test_util.h"
 
 namespace psflow {
 namespace {
 
-template <typename T>
-T ok_value(absl::StatusOr<T> s) {
-  EXPECT_TRUE(s.ok()) << s.status();
-  return std::move(s).value();  // throws (failing the test) when not OK
-}
 
 class CoordinatorIntegrationTest : public ::testing::Test {
  protected:

@@ -11,15 +11,11 @@
 #include "psflow/local_cluster.h"
 #include "psflow/per_worker.h"
 #include "psflow/strategy.h"
+#include "base/test_util.h"
 
 namespace psflow {
 namespace {
 
-template <typename T>
-T ok_value(absl::StatusOr<T> s) {
-  EXPECT_TRUE(s.ok()) << s.status();
-  return std::move(s).value();
-}
 
 class PerWorkerDatasetTest : public ::testing::Test {
  protected:

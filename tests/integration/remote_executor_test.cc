@@ -24,17 +24,13 @@
 #include "rpc/channel.h"
 #include "rpc/grpc_status.h"
 #include "tensor/codec.h"
+#include "base/test_util.h"
 
 namespace psflow {
 namespace {
 
 using ::testing::HasSubstr;
 
-template <typename T>
-T ok_value(absl::StatusOr<T> s) {
-  EXPECT_TRUE(s.ok()) << s.status();
-  return std::move(s).value();  // throws (failing the test) when not OK
-}
 
 std::string message_of(const absl::Status& s) { return std::string(s.message()); }
 

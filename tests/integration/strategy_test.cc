@@ -18,17 +18,13 @@
 #include "psflow/optimizer.h"
 #include "psflow/partitioners.h"
 #include "psflow/variable.h"
+#include "base/test_util.h"
 
 namespace psflow {
 namespace {
 
 using ::testing::ElementsAre;
 
-template <typename T>
-T ok_value(absl::StatusOr<T> s) {
-  EXPECT_TRUE(s.ok()) << s.status();
-  return std::move(s).value();  // throws (failing the test) when not OK
-}
 
 class StrategyIntegrationTest : public ::testing::Test {
  protected:

@@ -12,15 +12,11 @@
 #include "nlohmann/json.hpp"
 #include "psflow/local_cluster.h"
 #include "train/wide_deep_trainer.h"
+#include "base/test_util.h"
 
 namespace psflow {
 namespace {
 
-template <typename T>
-T ok_value(absl::StatusOr<T> s) {
-  EXPECT_TRUE(s.ok()) << s.status();
-  return std::move(s).value();
-}
 
 class WideDeepTrainingTest : public ::testing::Test {
  protected:

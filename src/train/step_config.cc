@@ -1,0 +1,131 @@
+#include "train/step_config.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+#include "base/strings.h"
+#include "ps/optimizer.h"
+#include "psflow/per_worker.h"
+#include "psflow/tensor.h"
+#include "train/mlp.h"
+#include "train/wide_deep_model.h"
+
+namespace psflow {
+namespace {
+
+constexpr ClosureArgs kOptimizerArgs{"training closure arguments"};
+
+}  // namespace
+
+Structure optimizer_config_to_structure(const OptimizerConfig& c) {
+  return Structure::dict({{"kind", std::string(optimizer_name(c.kind))},
+                          {"momentum", c.momentum},
+                          {"nesterov", c.nesterov},
+                          {"initial_accumulator_value", c.initial_accumulator_value},
+                          {"epsilon", c.epsilon},
+                          {"beta_1", c.beta_1},
+                          {"beta_2", c.beta_2},
+                          {"learning_rate_power", c.learning_rate_power},
+                          {"l1", c.l1_regularization_strength},
+                          {"l2", c.l2_regularization_strength},
+                          {"beta", c.beta}});
+}
+
+absl::StatusOr<OptimizerConfig> optimizer_config_from_structure(const Structure& s) {
+  OptimizerConfig c;
+  PSFLOW_ASSIGN_OR_RETURN(const Structure* kind, kOptimizerArgs.field(s, "kind", Structure::Kind::kString));
+  PSFLOW_ASSIGN_OR_RETURN(c.kind, optimizer_kind_from_name(kind->string_value()));
+  PSFLOW_ASSIGN_OR_RETURN(c.momentum, kOptimizerArgs.float_field(s, "momentum"));
+  PSFLOW_ASSIGN_OR_RETURN(const Structure* nesterov, kOptimizerArgs.field(s, "nesterov", Structure::Kind::kBool));
+  c.nesterov = nesterov->bool_value();
+  PSFLOW_ASSIGN_OR_RETURN(c.initial_accumulator_value,
+                          kOptimizerArgs.float_field(s, "initial_accumulator_value"));
+  PSFLOW_ASSIGN_OR_RETURN(c.epsilon, kOptimizerArgs.float_field(s, "epsilon"));
+  PSFLOW_ASSIGN_OR_RETURN(c.beta_1, kOptimizerArgs.float_field(s, "beta_1"));
+  PSFLOW_ASSIGN_OR_RETURN(c.beta_2, kOptimizerArgs.float_field(s, "beta_2"));
+  PSFLOW_ASSIGN_OR_RETURN(c.learning_rate_power, kOptimizerArgs.float_field(s, "learning_rate_power"));
+  PSFLOW_ASSIGN_OR_RETURN(c.l1_regularization_strength, kOptimizerArgs.float_field(s, "l1"));
+  PSFLOW_ASSIGN_OR_RETURN(c.l2_regularization_strength, kOptimizerArgs.float_field(s, "l2"));
+  PSFLOW_ASSIGN_OR_RETURN(c.beta, kOptimizerArgs.float_field(s, "beta"));
+  PSFLOW_RETURN_IF_ERROR(validate_optimizer(c));
+  return c;
+}
+
+template <typename Spec>
+Structure StepConfig<Spec>::to_structure() const {
+  Structure::Items handles;
+  for (const VariableHandle& h : variables) handles.push_back(h.to_structure());
+  return Structure::dict({{"run_id", run_id},
+                          {"model", model.to_structure()},
+                          {"variables", Structure::list(std::move(handles))},
+                          {"optimizer", optimizer_config_to_structure(optimizer)},
+                          {"learning_rate", learning_rate},
+                          {"decay_steps", decay_steps},
+                          {"decay_alpha", decay_alpha},
+                          {"iterations", iterations.to_structure()},
+                          {"iterator", iterator},
+                          {"steps", steps}});
+}
+
+template <typename Spec>
+absl::StatusOr<StepConfig<Spec>> StepConfig<Spec>::from_structure(const Structure& s,
+                                                                  const ClosureArgs& args) {
+  StepConfig c;
+  PSFLOW_ASSIGN_OR_RETURN(const Structure* run_id,
+                          args.field(s, "run_id", Structure::Kind::kString));
+  c.run_id = run_id->string_value();
+  if (c.run_id.empty()) return args.malformed("'run_id' is empty");
+  PSFLOW_ASSIGN_OR_RETURN(const Structure* model, args.field(s, "model", Structure::Kind::kDict));
+  PSFLOW_ASSIGN_OR_RETURN(c.model, Spec::from_structure(*model));
+  PSFLOW_ASSIGN_OR_RETURN(const Structure* vars,
+                          args.field(s, "variables", Structure::Kind::kList));
+  const std::vector<Shape> shapes = c.model.parameter_shapes();
+  if (vars->size() != shapes.size()) {
+    return args.malformed(absl::StrCat("the model has ", shapes.size(), " parameters but ",
+                                       vars->size(), " variables were sent"));
+  }
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    PSFLOW_ASSIGN_OR_RETURN(VariableHandle h, VariableHandle::from_structure((*vars)[i]));
+    if (h.dtype != DType::kFloat32 || h.shape != shapes[i]) {
+      return args.malformed(absl::StrCat("variable ", i, " ('", h.name, "') is ",
+                                         av(dtype_name(h.dtype)), " ", shape_string(h.shape),
+                                         ", the model needs float32 ", shape_string(shapes[i])));
+    }
+    c.variables.push_back(std::move(h));
+  }
+  PSFLOW_ASSIGN_OR_RETURN(const Structure* opt,
+                          args.field(s, "optimizer", Structure::Kind::kDict));
+  PSFLOW_ASSIGN_OR_RETURN(c.optimizer, optimizer_config_from_structure(*opt));
+  PSFLOW_ASSIGN_OR_RETURN(c.learning_rate, args.float_field(s, "learning_rate"));
+  PSFLOW_ASSIGN_OR_RETURN(c.decay_steps, args.int_field(s, "decay_steps"));
+  PSFLOW_ASSIGN_OR_RETURN(c.decay_alpha, args.float_field(s, "decay_alpha"));
+  if (!(c.learning_rate > 0) || c.decay_steps < 0 ||
+      !(c.decay_alpha >= 0 && c.decay_alpha <= 1)) {
+    return args.malformed(
+        "learning_rate must be > 0, decay_steps >= 0 and decay_alpha in [0, 1]");
+  }
+  PSFLOW_ASSIGN_OR_RETURN(const Structure* it,
+                          args.field(s, "iterations", Structure::Kind::kDict));
+  PSFLOW_ASSIGN_OR_RETURN(c.iterations, VariableHandle::from_structure(*it));
+  if (c.iterations.dtype != DType::kInt64 || !c.iterations.shape.empty()) {
+    return args.malformed("'iterations' must be an int64 scalar variable");
+  }
+  PSFLOW_ASSIGN_OR_RETURN(const Structure* iterator,
+                          args.field(s, "iterator", Structure::Kind::kDict));
+  if (!PerWorkerIterator::is_handle(*iterator)) {
+    return args.malformed("'iterator' is not an iterator");
+  }
+  c.iterator = *iterator;
+  PSFLOW_ASSIGN_OR_RETURN(c.steps, args.int_field(s, "steps"));
+  if (c.steps < 1 || c.steps > kMaxStepsPerClosure) {
+    return args.malformed(
+        absl::StrCat("steps ", c.steps, " is outside [1, ", kMaxStepsPerClosure, "]"));
+  }
+  return c;
+}
+
+template struct StepConfig<MlpSpec>;
+template struct StepConfig<WideDeepSpec>;
+
+}  // namespace psflow

@@ -1,0 +1,60 @@
+// The arguments every training closure carries, whatever the model
+// (internal): shared by the classifier and wide_deep closures.
+#ifndef PSFLOW_TRAIN_STEP_CONFIG_H_
+#define PSFLOW_TRAIN_STEP_CONFIG_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "psflow/optimizer_config.h"
+#include "psflow/structure.h"
+#include "psflow/variable.h"
+#include "train/closure_args.h"
+
+namespace psflow {
+
+// OptimizerConfig as a Structure for closure arguments, and back
+// (validated: it crossed the network).
+[[nodiscard]] Structure optimizer_config_to_structure(const OptimizerConfig& config);
+[[nodiscard]] absl::StatusOr<OptimizerConfig> optimizer_config_from_structure(const Structure& s);
+
+// Most batches one closure may run (TF's steps_per_execution).
+inline constexpr int64_t kMaxStepsPerClosure = 1 << 20;
+
+// Everything a worker needs to train `Spec` (MlpSpec, WideDeepSpec: with
+// to_structure, static from_structure and parameter_shapes), sent with
+// every closure (a few hundred bytes) so that a worker that restarts, or
+// joins late, can start from any closure. Workers cache what they build
+// from it by `run_id`.
+// Thread-safety: a value type.
+template <typename Spec>
+struct StepConfig {
+  std::string run_id;
+  Spec model;
+  std::vector<VariableHandle> variables;  // in Spec::parameter_shapes order
+  OptimizerConfig optimizer;
+  double learning_rate = 1e-3;
+  // Keras's CosineDecay(learning_rate, decay_steps, alpha) over the
+  // optimizer's iterations when decay_steps > 0; constant otherwise.
+  int64_t decay_steps = 0;
+  double decay_alpha = 0.0;
+  VariableHandle iterations;  // the optimizer's, an int64 scalar
+  // The worker's training batches: PerWorkerIterator::handle() of the
+  // model's per-worker dataset.
+  Structure iterator;
+  // Training steps (batches) one closure runs: TF's steps_per_execution.
+  int64_t steps = 1;
+
+  [[nodiscard]] Structure to_structure() const;
+  // Validates what crossed the network: every field's kind, the variables'
+  // dtypes and shapes against the model, the optimizer, the ranges. Errors
+  // are `args`' INVALID_ARGUMENT.
+  [[nodiscard]] static absl::StatusOr<StepConfig> from_structure(const Structure& s,
+                                                                 const ClosureArgs& args);
+};
+
+}  // namespace psflow
+
+#endif  // PSFLOW_TRAIN_STEP_CONFIG_H_
