@@ -30,6 +30,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <random>
@@ -110,6 +111,44 @@ double process_cpu_seconds(pid_t pid) {
   const double ticks = static_cast<double>(sysconf(_SC_CLK_TCK));
   return (std::stod(fields[11]) + std::stod(fields[12])) / ticks;
 }
+
+// Context switches (voluntary and not) of all the process's threads so far:
+// each is a thread put to sleep or woken, the cost gRPC's threading adds to
+// a request beyond its copies.
+double process_context_switches(pid_t pid) {
+  double total = 0;
+  std::error_code ec;
+  for (const auto& task :
+       std::filesystem::directory_iterator(absl::StrCat("/proc/", pid, "/task"), ec)) {
+    std::ifstream in(task.path() / "status");
+    std::string line;
+    while (std::getline(in, line)) {
+      if (line.rfind("voluntary_ctxt_switches:", 0) == 0 ||
+          line.rfind("nonvoluntary_ctxt_switches:", 0) == 0) {
+        total += std::stod(line.substr(line.find(':') + 1));
+      }
+    }
+  }
+  return total;
+}
+
+// The ps process's CPU time and context switches per iteration of a
+// benchmark, as counters.
+class PsCost {
+ public:
+  PsCost() : cpu_(process_cpu_seconds(ps().pid)), switches_(process_context_switches(ps().pid)) {}
+
+  void report(benchmark::State& state, double ops) const {
+    if (ops <= 0) return;
+    state.counters["ps_cpu_us_per_op"] = (process_cpu_seconds(ps().pid) - cpu_) * 1e6 / ops;
+    state.counters["ps_switches_per_op"] =
+        (process_context_switches(ps().pid) - switches_) / ops;
+  }
+
+ private:
+  const double cpu_;
+  const double switches_;
+};
 
 Tensor make_floats(int64_t n, float seed) {
   Tensor t(DType::kFloat32, {n});
@@ -273,6 +312,7 @@ VariableOpArgs make_op(Op::Kind kind, const std::string& name, Tensor value = Te
 void BM_Pull(benchmark::State& state) {
   const std::string name = dense_name(state);
   create_variable(state, name, make_floats(state.range(0) / 4, 1));
+  const PsCost cost;
   for (auto _ : state) {
     ExecuteBatch batch;
     batch.ops.push_back(make_op(Op::READ, name));
@@ -281,6 +321,7 @@ void BM_Pull(benchmark::State& state) {
     if (!check(state, results.status())) break;
     benchmark::DoNotOptimize((*results)[0].raw_data());
   }
+  cost.report(state, static_cast<double>(state.iterations()));
   set_bytes(state);
   set_tcp_baseline(state);
 }
@@ -289,11 +330,13 @@ void BM_Push(benchmark::State& state) {
   const std::string name = dense_name(state);
   const Tensor value = make_floats(state.range(0) / 4, 2);
   create_variable(state, name, value);
+  const PsCost cost;
   for (auto _ : state) {
     ExecuteBatch batch;
     batch.ops.push_back(make_op(Op::ASSIGN, name, value));
     if (!check(state, ps().client->execute_batch(std::move(batch), deadline()).status())) break;
   }
+  cost.report(state, static_cast<double>(state.iterations()));
   set_bytes(state);
   set_tcp_baseline(state);
 }
@@ -367,6 +410,7 @@ template <typename MakeRequest>
 void run_rows(benchmark::State& state, MakeRequest make) {
   const int in_flight = static_cast<int>(state.range(1));
   const double cpu_before = process_cpu_seconds(ps().pid);
+  const PsCost cost;
   std::atomic<bool> failed{false};
   std::string error;
   for (auto _ : state) {
@@ -396,6 +440,7 @@ void run_rows(benchmark::State& state, MakeRequest make) {
   const double rows = static_cast<double>(state.iterations()) * in_flight * kIdsPerRequest;
   state.SetItemsProcessed(static_cast<int64_t>(rows));
   if (cpu > 0) state.counters["rows_per_ps_cpu_s"] = rows / cpu;
+  cost.report(state, static_cast<double>(state.iterations()) * in_flight);
 }
 
 void BM_Gather(benchmark::State& state) {

@@ -10,7 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "base/strings.h"
-#include "ps/prefetch.h"
+#include "ps/optimizer_kernels.h"
 #include "ps/row_ids.h"
 
 namespace psflow {
@@ -18,101 +18,10 @@ namespace {
 
 using Kind = OptimizerConfig::Kind;
 
-// Per-apply constants, computed once so that per-row work is pure arithmetic.
-struct Coefficients {
-  double lr = 0;
-  double adam_lr = 0;  // bias-corrected Adam step size
-};
-
 std::vector<std::string_view> slot_names(Kind kind) { return optimizer_slot_names(kind); }
 
 double slot_initial_value(const OptimizerConfig& c, std::string_view slot) {
   return optimizer_slot_initial_value(c, slot);
-}
-
-// Updates n contiguous elements of a variable and its slots with optimizer
-// K. Dense applies call it once over the whole tensor, sparse applies once
-// per touched row, so it holds no per-call state: the kind is a template
-// argument (no switch per row) and FTRL's temporaries live on the stack in
-// chunks (no allocation per row).
-template <Kind K, typename T>
-void update_span(const OptimizerConfig& c, const Coefficients& k, T* w, T* s0,
-                 T* s1, const T* g, int64_t n) {
-  using Arr = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
-  using ConstArr = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
-  const T lr = static_cast<T>(k.lr);
-  if constexpr (K == Kind::kSgd) {
-    Arr W(w, n);
-    W -= lr * ConstArr(g, n);
-  } else if constexpr (K == Kind::kMomentum) {
-    // TF ApplyMomentum: accum = momentum * accum + g.
-    Arr W(w, n);
-    ConstArr G(g, n);
-    Arr M(s0, n);
-    const T mom = static_cast<T>(c.momentum);
-    M = mom * M + G;
-    if (c.nesterov) {
-      W -= lr * G + lr * mom * M;
-    } else {
-      W -= lr * M;
-    }
-  } else if constexpr (K == Kind::kAdagrad) {
-    Arr W(w, n);
-    ConstArr G(g, n);
-    Arr A(s0, n);
-    A += G.square();
-    W -= lr * G / (A.sqrt() + static_cast<T>(c.epsilon));
-  } else if constexpr (K == Kind::kAdam) {
-    Arr W(w, n);
-    ConstArr G(g, n);
-    Arr M(s0, n);
-    Arr V(s1, n);
-    M += (T(1) - static_cast<T>(c.beta_1)) * (G - M);
-    V += (T(1) - static_cast<T>(c.beta_2)) * (G.square() - V);
-    W -= static_cast<T>(k.adam_lr) * M / (V.sqrt() + static_cast<T>(c.epsilon));
-  } else {
-    static_assert(K == Kind::kFtrl);
-    // TF ApplyFtrlV2 (no l2 shrinkage) plus Keras's `beta`.
-    const T l1 = static_cast<T>(c.l1_regularization_strength);
-    const T l2 = static_cast<T>(c.l2_regularization_strength);
-    const T beta = static_cast<T>(c.beta);
-    const T p = static_cast<T>(-c.learning_rate_power);
-    const bool square_root = c.learning_rate_power == -0.5;
-    constexpr int64_t kChunk = 256;
-    using Tmp = Eigen::Array<T, Eigen::Dynamic, 1, Eigen::ColMajor, kChunk, 1>;
-    for (int64_t b = 0; b < n; b += kChunk) {
-      const int64_t m = std::min(kChunk, n - b);
-      Arr W(w + b, m);
-      ConstArr G(g + b, m);
-      Arr A(s0 + b, m);
-      Arr L(s1 + b, m);
-      Tmp new_acc = A + G.square();
-      Tmp new_pow, old_pow;
-      if (square_root) {
-        new_pow = new_acc.sqrt();
-        old_pow = A.sqrt();
-      } else {
-        new_pow = new_acc.pow(p);
-        old_pow = A.pow(p);
-      }
-      L += G - (new_pow - old_pow) / lr * W;
-      Tmp quadratic = (new_pow + beta) / lr + T(2) * l2;
-      W = (L.abs() > l1).select((l1 * L.sign() - L) / quadratic, T(0));
-      A = new_acc;
-    }
-  }
-}
-
-// Calls fn(std::integral_constant<Kind, kind>{}): one switch per apply.
-template <typename Fn>
-void dispatch_kind(Kind kind, Fn&& fn) {
-  switch (kind) {
-    case Kind::kSgd: fn(std::integral_constant<Kind, Kind::kSgd>{}); return;
-    case Kind::kMomentum: fn(std::integral_constant<Kind, Kind::kMomentum>{}); return;
-    case Kind::kAdagrad: fn(std::integral_constant<Kind, Kind::kAdagrad>{}); return;
-    case Kind::kAdam: fn(std::integral_constant<Kind, Kind::kAdam>{}); return;
-    case Kind::kFtrl: fn(std::integral_constant<Kind, Kind::kFtrl>{}); return;
-  }
 }
 
 absl::Status check_float(DType dtype) {
@@ -157,14 +66,29 @@ absl::Status prepare_slots(const OptimizerConfig& c, const Tensor& var,
   return absl::OkStatus();
 }
 
-Coefficients coefficients(const OptimizerConfig& c, double lr, int64_t step) {
-  Coefficients k;
-  k.lr = lr;
+// One apply's constants in the variable's type, computed once so that the
+// kernels' per-element work is pure arithmetic.
+template <typename T>
+internal::UpdateCoefficients<T> coefficients(const OptimizerConfig& c, double lr,
+                                             int64_t step) {
+  internal::UpdateCoefficients<T> k;
+  k.kind = c.kind;
+  k.lr = static_cast<T>(lr);
+  k.momentum = static_cast<T>(c.momentum);
+  k.nesterov = c.nesterov;
+  k.epsilon = static_cast<T>(c.epsilon);
+  k.one_minus_beta_1 = T(1) - static_cast<T>(c.beta_1);
+  k.one_minus_beta_2 = T(1) - static_cast<T>(c.beta_2);
   if (c.kind == Kind::kAdam) {
     const double t = static_cast<double>(step);
-    k.adam_lr = lr * std::sqrt(1.0 - std::pow(c.beta_2, t)) /
-                (1.0 - std::pow(c.beta_1, t));
+    k.adam_lr = static_cast<T>(lr * std::sqrt(1.0 - std::pow(c.beta_2, t)) /
+                               (1.0 - std::pow(c.beta_1, t)));
   }
+  k.l1 = static_cast<T>(c.l1_regularization_strength);
+  k.l2 = static_cast<T>(c.l2_regularization_strength);
+  k.beta = static_cast<T>(c.beta);
+  k.power = static_cast<T>(-c.learning_rate_power);
+  k.square_root = c.learning_rate_power == -0.5;
   return k;
 }
 
@@ -176,16 +100,11 @@ T* slot_data(OptimizerSlots& slots, const OptimizerConfig& c, size_t i) {
 }
 
 template <typename T>
-void apply_dense_typed(const OptimizerConfig& c, const Coefficients& k, Tensor& var,
+void apply_dense_typed(const OptimizerConfig& c, double lr, int64_t step, Tensor& var,
                        OptimizerSlots& slots, const Tensor& grad) {
-  T* w = var.mutable_flat<T>().data();
-  T* s0 = slot_data<T>(slots, c, 0);
-  T* s1 = slot_data<T>(slots, c, 1);
-  const T* g = grad.flat<T>().data();
-  const int64_t n = var.num_elements();
-  dispatch_kind(c.kind, [&](auto kind) {
-    update_span<decltype(kind)::value, T>(c, k, w, s0, s1, g, n);
-  });
+  internal::update_dense<T>(coefficients<T>(c, lr, step), var.mutable_flat<T>().data(),
+                            slot_data<T>(slots, c, 0), slot_data<T>(slots, c, 1),
+                            grad.flat<T>().data(), var.num_elements());
 }
 
 // The distinct ids of a row-sparse gradient, each with its gradient row:
@@ -230,7 +149,7 @@ class SummedRows {
   }
 
   size_t size() const { return unique_ids_.size(); }
-  int64_t id(size_t u) const { return unique_ids_[u]; }
+  const std::vector<int64_t>& ids() const { return unique_ids_; }
   // Valid until this object is destroyed.
   const T* grad(size_t u) const {
     const int64_t s = source_[u];
@@ -261,32 +180,17 @@ class SummedRows {
 };
 
 template <typename T>
-void apply_sparse_typed(const OptimizerConfig& c, const Coefficients& k, Tensor& var,
+void apply_sparse_typed(const OptimizerConfig& c, double lr, int64_t step, Tensor& var,
                         OptimizerSlots& slots, const std::vector<int64_t>& ids,
                         const Tensor& rows) {
   const int64_t row_size = var.dim(0) == 0 ? 0 : var.num_elements() / var.dim(0);
   if (row_size == 0 || ids.empty()) return;
   const SummedRows<T> grads(ids, rows.flat<T>().data(), row_size);
-  T* w = var.mutable_flat<T>().data();
-  T* s0 = slot_data<T>(slots, c, 0);
-  T* s1 = slot_data<T>(slots, c, 1);
-  const size_t row_bytes = static_cast<size_t>(row_size) * sizeof(T);
-  auto prefetch = [&](size_t u) {
-    const int64_t off = grads.id(u) * row_size;
-    prefetch_row(w + off, row_bytes, /*for_write=*/true);
-    if (s0 != nullptr) prefetch_row(s0 + off, row_bytes, /*for_write=*/true);
-    if (s1 != nullptr) prefetch_row(s1 + off, row_bytes, /*for_write=*/true);
-  };
-  const size_t n = grads.size();
-  dispatch_kind(c.kind, [&](auto kind) {
-    for (size_t u = 0; u < n; ++u) {
-      if (u + kPrefetchRows < n) prefetch(u + kPrefetchRows);
-      const int64_t off = grads.id(u) * row_size;
-      update_span<decltype(kind)::value, T>(
-          c, k, w + off, s0 != nullptr ? s0 + off : nullptr, s1 != nullptr ? s1 + off : nullptr,
-          grads.grad(u), row_size);
-    }
-  });
+  std::vector<const T*> grad_rows(grads.size());
+  for (size_t u = 0; u < grads.size(); ++u) grad_rows[u] = grads.grad(u);
+  internal::update_rows<T>(coefficients<T>(c, lr, step), var.mutable_flat<T>().data(),
+                           slot_data<T>(slots, c, 0), slot_data<T>(slots, c, 1), row_size,
+                           grads.ids().data(), grad_rows.data(), grads.size());
 }
 
 }  // namespace
@@ -470,11 +374,10 @@ absl::Status apply_dense_gradient(const OptimizerConfig& config, double learning
   PSFLOW_RETURN_IF_ERROR(
       validate_dense_gradient(config, learning_rate, var.dtype(), var.shape(), grad));
   PSFLOW_RETURN_IF_ERROR(prepare_slots(config, var, slots));
-  const Coefficients k = coefficients(config, learning_rate, slots.steps + 1);
   if (var.dtype() == DType::kFloat32) {
-    apply_dense_typed<float>(config, k, var, slots, grad);
+    apply_dense_typed<float>(config, learning_rate, slots.steps + 1, var, slots, grad);
   } else {
-    apply_dense_typed<double>(config, k, var, slots, grad);
+    apply_dense_typed<double>(config, learning_rate, slots.steps + 1, var, slots, grad);
   }
   ++slots.steps;
   return absl::OkStatus();
@@ -487,11 +390,11 @@ absl::Status apply_sparse_gradient(const OptimizerConfig& config, double learnin
                           validate_sparse_gradient(config, learning_rate, var.dtype(),
                                                    var.shape(), ids, rows));
   PSFLOW_RETURN_IF_ERROR(prepare_slots(config, var, slots));
-  const Coefficients k = coefficients(config, learning_rate, slots.steps + 1);
   if (var.dtype() == DType::kFloat32) {
-    apply_sparse_typed<float>(config, k, var, slots, checked, rows);
+    apply_sparse_typed<float>(config, learning_rate, slots.steps + 1, var, slots, checked, rows);
   } else {
-    apply_sparse_typed<double>(config, k, var, slots, checked, rows);
+    apply_sparse_typed<double>(config, learning_rate, slots.steps + 1, var, slots, checked,
+                               rows);
   }
   ++slots.steps;
   return absl::OkStatus();

@@ -16,7 +16,7 @@ using Kind = OptimizerConfig::Kind;
 
 // Scalar reference implementations written from TF's op definitions
 // (training_ops: ApplyGradientDescent, ApplyMomentum, ApplyAdagradV2,
-// ApplyAdam, ApplyFtrl), independent of the Eigen code under test.
+// ApplyAdam, ApplyFtrl), independent of the kernels under test.
 struct RefState {
   double w, s0 = 0, s1 = 0;
 };
@@ -203,6 +203,112 @@ TEST(OptimizerTest, LongDenseSpansMatchScalarReference) {
     }
     for (size_t i = 0; i < kN; ++i) {
       ASSERT_NEAR(var.flat<double>()[i], ref[i].w, 1e-12) << "element " << i;
+    }
+  }
+}
+
+// The kernels' documented formula in float32, one element at a time and in
+// the kernels' order of operations. This file is built without
+// floating-point contraction, like the kernels (src/CMakeLists.txt).
+void float_formula_step(const OptimizerConfig& c, double learning_rate, int64_t t, float& w,
+                        float& s0, float& s1, float g) {
+  const auto lr = static_cast<float>(learning_rate);
+  switch (c.kind) {
+    case Kind::kSgd:
+      w = w - lr * g;
+      break;
+    case Kind::kMomentum: {
+      const auto mom = static_cast<float>(c.momentum);
+      s0 = mom * s0 + g;
+      w = c.nesterov ? w - (lr * g + (lr * mom) * s0) : w - lr * s0;
+      break;
+    }
+    case Kind::kAdagrad:
+      s0 = s0 + g * g;
+      w = w - lr * g / (std::sqrt(s0) + static_cast<float>(c.epsilon));
+      break;
+    case Kind::kAdam: {
+      const double td = static_cast<double>(t);
+      const auto lr_t = static_cast<float>(learning_rate * std::sqrt(1.0 - std::pow(c.beta_2, td)) /
+                                           (1.0 - std::pow(c.beta_1, td)));
+      s0 = s0 + (1.0f - static_cast<float>(c.beta_1)) * (g - s0);
+      s1 = s1 + (1.0f - static_cast<float>(c.beta_2)) * (g * g - s1);
+      w = w - lr_t * s0 / (std::sqrt(s1) + static_cast<float>(c.epsilon));
+      break;
+    }
+    case Kind::kFtrl: {
+      const auto p = static_cast<float>(-c.learning_rate_power);
+      const bool root = c.learning_rate_power == -0.5;
+      const float new_acc = s0 + g * g;
+      const float new_pow = root ? std::sqrt(new_acc) : std::pow(new_acc, p);
+      const float old_pow = root ? std::sqrt(s0) : std::pow(s0, p);
+      s1 = s1 + (g - (new_pow - old_pow) / lr * w);
+      const float quadratic = (new_pow + static_cast<float>(c.beta)) / lr +
+                              2.0f * static_cast<float>(c.l2_regularization_strength);
+      const auto l1 = static_cast<float>(c.l1_regularization_strength);
+      w = std::abs(s1) > l1 ? (l1 * (s1 > 0 ? 1.0f : -1.0f) - s1) / quadratic : 0.0f;
+      s0 = new_acc;
+      break;
+    }
+  }
+}
+
+// The kernels run the widest vectors the CPU has (optimizer_kernels.h), yet
+// must round exactly like this one-element-at-a-time formula, so that every
+// ps machine trains to the same values: float32 updates of 1,003 elements
+// (vector bodies and tails) and of scattered rows are compared bit for bit.
+TEST(OptimizerTest, Float32UpdatesAreBitIdenticalToTheScalarFormula) {
+  constexpr int64_t kRows = 59;
+  constexpr int64_t kWidth = 17;
+  constexpr size_t kN = 1003;
+  std::mt19937 gen(11);
+  std::uniform_real_distribution<float> dist(-1, 1);
+  std::vector<float> w0(kN), g(kN);
+  for (size_t i = 0; i < kN; ++i) {
+    w0[i] = dist(gen);
+    g[i] = dist(gen);
+  }
+  const std::vector<int64_t> ids = {3, 58, 0, 17, 41, 9, 22, 57, 1, 30, 12};
+  std::vector<float> table0(static_cast<size_t>(kRows * kWidth));
+  std::vector<float> row_grads(ids.size() * static_cast<size_t>(kWidth));
+  for (float& v : table0) v = dist(gen);
+  for (float& v : row_grads) v = dist(gen);
+  for (const OptimizerConfig& c : all_configs()) {
+    SCOPED_TRACE(config_label(c));
+    const auto s0_init = static_cast<float>(initial_s0(c));
+    // Dense.
+    Tensor var = Tensor::from_vector<float>(w0, {static_cast<int64_t>(kN)});
+    OptimizerSlots slots;
+    std::vector<float> w = w0, s0(kN, s0_init), s1(kN, 0.0f);
+    for (int step = 1; step <= 3; ++step) {
+      ASSERT_TRUE(apply_dense_gradient(c, 0.1, var, slots,
+                                       Tensor::from_vector<float>(g, {static_cast<int64_t>(kN)}))
+                      .ok());
+      for (size_t i = 0; i < kN; ++i) float_formula_step(c, 0.1, step, w[i], s0[i], s1[i], g[i]);
+    }
+    for (size_t i = 0; i < kN; ++i) {
+      ASSERT_EQ(var.flat<float>()[i], w[i]) << "dense element " << i;
+    }
+    // Sparse: distinct ids, each row once.
+    Tensor table = Tensor::from_vector<float>(table0, {kRows, kWidth});
+    OptimizerSlots table_slots;
+    std::vector<float> tw = table0, ts0(table0.size(), s0_init), ts1(table0.size(), 0.0f);
+    for (int step = 1; step <= 2; ++step) {
+      ASSERT_TRUE(apply_sparse_gradient(
+                      c, 0.1, table, table_slots, Tensor::from_vector<int64_t>(ids),
+                      Tensor::from_vector<float>(row_grads,
+                                                 {static_cast<int64_t>(ids.size()), kWidth}))
+                      .ok());
+      for (size_t r = 0; r < ids.size(); ++r) {
+        for (int64_t j = 0; j < kWidth; ++j) {
+          const auto e = static_cast<size_t>(ids[r] * kWidth + j);
+          float_formula_step(c, 0.1, step, tw[e], ts0[e], ts1[e],
+                             row_grads[r * static_cast<size_t>(kWidth) + static_cast<size_t>(j)]);
+        }
+      }
+    }
+    for (size_t e = 0; e < tw.size(); ++e) {
+      ASSERT_EQ(table.flat<float>()[e], tw[e]) << "table element " << e;
     }
   }
 }
