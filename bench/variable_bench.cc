@@ -341,6 +341,44 @@ void BM_Push(benchmark::State& state) {
   set_tcp_baseline(state);
 }
 
+// Each iteration runs one raw loopback TCP round and one pull (or push) of
+// the same size back to back, so both see the same moment's load on a
+// shared host; the counter ratio_vs_raw_tcp is their summed times' ratio
+// (raw / op: 1 means as fast as raw TCP). The separate BM_RawTcp and
+// BM_Pull/BM_Push runs measure each alone, minutes apart, and their ratio
+// swings by +-10% with the host's load; this one is the figure to compare
+// with a target. Time and bytes/s are the op's alone.
+void BM_PairedWithRawTcp(benchmark::State& state) {
+  const int64_t bytes = state.range(0);
+  const bool push = state.range(1) == 1;
+  const std::string name = absl::StrCat("paired_", bytes);
+  const Tensor value = make_floats(bytes / 4, 3);
+  create_variable(state, name, value);
+  RawTcpPair pair(static_cast<size_t>(bytes));
+  absl::Duration raw_total, op_total;
+  for (auto _ : state) {
+    const absl::Time t0 = absl::Now();
+    if (!pair.round()) {
+      state.SkipWithError("loopback socket failed");
+      break;
+    }
+    const absl::Time t1 = absl::Now();
+    ExecuteBatch batch;
+    batch.ops.push_back(push ? make_op(Op::ASSIGN, name, value) : make_op(Op::READ, name));
+    absl::StatusOr<std::vector<Tensor>> results =
+        ps().client->execute_batch(std::move(batch), deadline());
+    const absl::Time t2 = absl::Now();
+    if (!check(state, results.status())) break;
+    raw_total += t1 - t0;
+    op_total += t2 - t1;
+    state.SetIterationTime(absl::ToDoubleSeconds(t2 - t1));
+  }
+  set_bytes(state);
+  if (op_total > absl::ZeroDuration()) {
+    state.counters["ratio_vs_raw_tcp"] = absl::FDivDuration(raw_total, op_total);
+  }
+}
+
 // --- small-request latency -------------------------------------------------
 
 void set_percentiles(benchmark::State& state, std::vector<double>& micros) {
@@ -535,6 +573,10 @@ void embedding_args(benchmark::internal::Benchmark* b) {
 BENCHMARK(BM_RawTcp)->Apply(sizes);
 BENCHMARK(BM_Pull)->Apply(sizes);
 BENCHMARK(BM_Push)->Apply(sizes);
+BENCHMARK(BM_PairedWithRawTcp)
+    ->ArgNames({"bytes", "push"})
+    ->ArgsProduct({{256 << 10, 4 << 20, 64 << 20}, {0, 1}})
+    ->UseManualTime();
 BENCHMARK(BM_ReadScalarLatency)->UseRealTime();
 BENCHMARK(BM_Gather)->Apply(embedding_args);
 BENCHMARK(BM_SparseAdagrad)->Apply(embedding_args);

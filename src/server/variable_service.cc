@@ -138,7 +138,7 @@ grpc::ServerUnaryReactor* VariableServiceImpl::Execute(grpc::CallbackServerConte
       reactor->Finish(to_grpc_status(work(response)));
     });
   };
-  if (request->Length() > kInlineWorkBytes) {
+  if (request->Length() > kInlineDecodeBytes) {
     finish_on_pool([this, request](grpc::ByteBuffer* out) -> absl::Status {
       PSFLOW_ASSIGN_OR_RETURN(ExecuteBatch batch, decode_execute_request(*request, limits_));
       return run(*store_, options_.max_message_bytes, batch, estimate(batch, *store_), out);
