@@ -6,12 +6,15 @@ script runs them one after another, then writes <build-dir>/bench/results.json:
 a list of objects
 
     {"name", "value", "unit", "binary"
-     [, "baseline_name", "baseline_value", "ratio"]}
+     [, "baseline_name", "baseline_value", "ratio"] [, "paired_baseline", "ratio"]}
 
 where the unit is "GB/s" (1e9 bytes) for benchmarks that set bytes processed,
 "items/s" for items processed, and the benchmark's time unit otherwise. A
 benchmark whose label contains "baseline=<other benchmark name>" is compared
-with that benchmark: ratio = value / baseline_value. User counters named like
+with that benchmark: ratio = value / baseline_value. A benchmark that times
+its baseline itself, interleaved with its own iterations so both see the same
+host load, reports a counter "ratio_vs_<baseline>"; that is its ratio, and
+the baseline column reads "<baseline> (paired)". User counters named like
 "p50_us" or "p99.9_ms" (latency percentiles) become extra entries
 "<name>/p50" in that unit.
 
@@ -30,6 +33,7 @@ import tempfile
 import time
 
 PERCENTILE_COUNTER = re.compile(r"^(p\d+(?:\.\d+)?)_(ns|us|ms|s)$")
+PAIRED_RATIO_COUNTER = re.compile(r"^ratio_vs_(\w+)$")
 BASELINE_LABEL = re.compile(r"baseline=([^\s,;]+)")
 
 
@@ -76,7 +80,11 @@ def run_binary(path, args):
             return [], "exit code %d%s" % (
                 proc.returncode, (": " + " | ".join(tail)) if tail else "")
         with open(out_path, encoding="utf-8") as f:
-            report = json.load(f)
+            text = f.read()
+        # A filter that matches none of a binary's benchmarks leaves no report.
+        if not text.strip() and args.benchmark_filter is not None:
+            return [], None
+        report = json.loads(text)
         return report.get("benchmarks", []), None
     except subprocess.TimeoutExpired:
         return [], "timed out after %g s" % args.timeout
@@ -130,6 +138,11 @@ def to_results(binary, entries):
         match = BASELINE_LABEL.search(e.get("label", ""))
         if match:
             result["baseline_name"] = match.group(1)
+        for key, counter_value in e.items():
+            paired = PAIRED_RATIO_COUNTER.match(key)
+            if paired and isinstance(counter_value, (int, float)):
+                result["paired_baseline"] = paired.group(1) + " (paired)"
+                result["ratio"] = float(counter_value)
         results.append(result)
         percentiles = []
         for key, counter_value in e.items():
@@ -179,7 +192,8 @@ def fmt(value):
 
 def print_table(results):
     header = ("name", "value", "unit", "baseline", "ratio")
-    rows = [(r["name"], fmt(r["value"]), r["unit"], r.get("baseline_name", ""),
+    rows = [(r["name"], fmt(r["value"]), r["unit"],
+             r.get("baseline_name", r.get("paired_baseline", "")),
              "%.2f" % r["ratio"] if "ratio" in r else "") for r in results]
     widths = [max(len(row[i]) for row in rows + [header]) for i in range(5)]
     right = (False, True, False, False, True)
