@@ -29,11 +29,14 @@ void ProgressBar::update(int64_t done, double loss) {
   }
 }
 
+ProgressBar::~ProgressBar() { finish(); }
+
 void ProgressBar::finish() {
   if (out_ != nullptr && interactive_ && drawn_) {
     std::fputc('\n', out_);
     std::fflush(out_);
   }
+  drawn_ = false;
 }
 
 void ProgressBar::draw(int64_t done, double loss, bool newline) {

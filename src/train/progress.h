@@ -19,8 +19,13 @@ class ProgressBar {
  public:
   // `out` null: no output.
   ProgressBar(std::FILE* out, bool interactive, std::string label, int64_t total);
+  ProgressBar(const ProgressBar&) = delete;
+  ProgressBar& operator=(const ProgressBar&) = delete;
+  // Finishes the line, so that an epoch that failed part way leaves the
+  // next message on a line of its own.
+  ~ProgressBar();
   void update(int64_t done, double loss);
-  // Ends the in-place line (interactive mode).
+  // Ends the in-place line (interactive mode). Later calls do nothing.
   void finish();
 
  private:

@@ -26,7 +26,7 @@
 #include "train/epoch_closures.h"
 #include "train/event_writer.h"
 #include "train/progress.h"
-#include "train/ps_recovery.h"
+#include "train/epoch_loop.h"
 #include "train/run_files.h"
 #include "train/train_step.h"
 
@@ -67,25 +67,6 @@ absl::StatusOr<ClassifierEvaluation> evaluate_classifier(const MlpSpec& spec, co
 }
 
 namespace {
-
-// The checkpoint a ps recovery went back to.
-struct PsRollback {
-  std::string path;
-  int64_t iterations = 0;
-};
-
-// Restores every ps task from the latest checkpoint (recreating the parts a
-// restarted ps lost).
-absl::StatusOr<PsRollback> restore_after_ps_loss(const CheckpointManager& checkpoints) {
-  std::optional<std::string> latest = checkpoints.latest_checkpoint();
-  if (!latest.has_value()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "a ps restarted but ", checkpoints.directory(), " holds no checkpoint to restore"));
-  }
-  PSFLOW_RETURN_IF_ERROR(checkpoints.checkpoint().restore(*latest));
-  PSFLOW_ASSIGN_OR_RETURN(int64_t iterations, load_checkpoint_iterations(*latest));
-  return PsRollback{*latest, iterations};
-}
 
 absl::StatusOr<MlpSpec> model_spec(const std::string& model) { return classifier_spec(model); }
 
@@ -256,19 +237,7 @@ absl::Status validate_train_options(const TrainOptions& o) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--optimizer '", o.optimizer, "' is not known; use sgd, momentum, adagrad, adam or ftrl"));
   }
-  if (o.ps_recovery && o.run_dir.empty()) {
-    return absl::InvalidArgumentError(
-        "--ps-recovery needs --run-dir: a restarted ps is restored from the checkpoints there");
-  }
-  if (!(o.ps_recovery_timeout_seconds > 0) || o.ps_recovery_timeout_seconds > 86400) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--ps-recovery-timeout ", o.ps_recovery_timeout_seconds,
-                     " is out of range; use 1 to 86400 seconds"));
-  }
-  if (o.max_ps_recoveries < 0) {
-    return absl::InvalidArgumentError(absl::StrCat("max_ps_recoveries ", o.max_ps_recoveries,
-                                                   " is negative; use 0 or more"));
-  }
+  PSFLOW_RETURN_IF_ERROR(validate_ps_recovery_options(o));
   return parse_partitioner(o.partitioner).status();
 }
 
@@ -335,102 +304,32 @@ absl::StatusOr<TrainSummary> train_classifier(const ClusterSpec& spec, const Tra
         nlohmann::json({{"model", options.model}, {"data_dir", data_dir}}).dump(2)));
   }
 
-  // Checkpoints: saved after every epoch; a rerun on the same run directory
-  // resumes from the latest, its epoch derived from the optimizer's
-  // iterations (TF's advice for a restarted coordinator).
-  int first_epoch = 1;
-  std::optional<CheckpointManager> checkpoints;
-  if (!options.run_dir.empty()) {
-    std::map<std::string, ShardedVariable> named;
-    for (size_t i = 0; i < vars.size(); ++i) {
-      named.emplace(absl::StrCat("dense_", i / 2, i % 2 == 0 ? "/kernel" : "/bias"), vars[i]);
-    }
-    PSFLOW_ASSIGN_OR_RETURN(Checkpoint checkpoint, Checkpoint::create(std::move(named), optimizer));
-    PSFLOW_ASSIGN_OR_RETURN(CheckpointManager manager,
-                            CheckpointManager::create(std::move(checkpoint),
-                                                      options.run_dir + "/checkpoints", 3));
-    PSFLOW_ASSIGN_OR_RETURN(std::optional<std::string> restored, manager.restore_or_initialize());
-    if (restored.has_value()) {
-      PSFLOW_ASSIGN_OR_RETURN(int64_t iterations, load_checkpoint_iterations(*restored));
-      first_epoch = static_cast<int>(iterations / steps_per_epoch) + 1;
-      if (options.out != nullptr) {
-        std::fprintf(options.out, "resuming from %s: %lld steps done, starting at epoch %d\n",
-                     restored->c_str(), static_cast<long long>(iterations), first_epoch);
-        std::fflush(options.out);
-      }
-    }
-    checkpoints.emplace(std::move(manager));
+  std::map<std::string, ShardedVariable> named;
+  for (size_t i = 0; i < vars.size(); ++i) {
+    named.emplace(absl::StrCat("dense_", i / 2, i % 2 == 0 ? "/kernel" : "/bias"), vars[i]);
   }
-
-  std::optional<PsMonitor> ps_monitor;
-  if (options.ps_recovery) {
-    PSFLOW_ASSIGN_OR_RETURN(ps_monitor, PsMonitor::create(spec, absl::Now() + absl::Seconds(60)));
-    // Recovery restores the latest checkpoint: there must be one from the
-    // start (ckpt-0 on a fresh run).
-    if (!checkpoints->latest_checkpoint().has_value()) {
-      PSFLOW_RETURN_IF_ERROR(checkpoints->save().status());
-    }
-  }
-  // Steps applied since the model was last checkpointed or restored: what a
-  // ps recovery rolls back.
-  int64_t unsaved_steps = 0;
-  int recoveries = 0;
-  for (int epoch = first_epoch; epoch <= options.epochs;) {
+  PSFLOW_ASSIGN_OR_RETURN(
+      EpochLoop loop, EpochLoop::create(spec, options, std::move(named), *optimizer, steps_per_epoch));
+  EpochHooks hooks;
+  hooks.run_epoch = [&](int epoch, int64_t* completed) -> absl::Status {
     const absl::Time epoch_start = absl::Now();
     ProgressBar progress(options.out, options.interactive_progress,
                          absl::StrCat("epoch ", epoch, "/", options.epochs),
                          closures_per_epoch * options.steps_per_execution);
-    int64_t completed = 0;
-    absl::Status epoch_status = [&]() -> absl::Status {
-      PSFLOW_ASSIGN_OR_RETURN(
-          TrainStepResult totals,
-          run_epoch_closures<TrainStepResult>(*coordinator, kTrainStepFunction, args,
-                                              closures_per_epoch, progress, &completed));
-      const double seconds = absl::ToDoubleSeconds(absl::Now() - epoch_start);
-      PSFLOW_ASSIGN_OR_RETURN(std::vector<Tensor> params, read_values(vars));
-      PSFLOW_ASSIGN_OR_RETURN(ClassifierEvaluation test,
-                              evaluate(model, params, data.test_images, data.test_labels));
-      PSFLOW_RETURN_IF_ERROR(reporter.report(epoch, totals, seconds, test));
-      if (checkpoints.has_value()) PSFLOW_RETURN_IF_ERROR(checkpoints->save().status());
-      return absl::OkStatus();
-    }();
-    unsaved_steps += completed;
-    if (epoch_status.ok()) {
-      if (checkpoints.has_value()) unsaved_steps = 0;
-      ++epoch;
-      continue;
-    }
-    if (!ps_monitor.has_value()) return epoch_status;
-    progress.finish();
     PSFLOW_ASSIGN_OR_RETURN(
-        std::vector<std::string> restarted,
-        ps_monitor->restarted_since(
-            epoch_status, absl::Now() + absl::Seconds(options.ps_recovery_timeout_seconds),
-            options.out));
-    if (restarted.empty()) return epoch_status;  // Not a ps fault.
-    if (++recoveries > options.max_ps_recoveries) {
-      return absl::UnavailableError(absl::StrCat(
-          "parameter server(s) ", absl::StrJoin(restarted, ", "), " restarted; the ",
-          options.max_ps_recoveries, " recoveries allowed per run are used up (last error: ",
-          epoch_status.ToString(), ")"));
-    }
-    PSFLOW_ASSIGN_OR_RETURN(PsRollback rollback, restore_after_ps_loss(*checkpoints));
-    epoch = static_cast<int>(rollback.iterations / steps_per_epoch) + 1;
-    reporter.roll_back_to(epoch, unsaved_steps);
-    if (options.out != nullptr) {
-      std::fprintf(options.out,
-                   "ps recovery %d: %s restarted (%s); restored all %d ps tasks from %s "
-                   "(%lld steps); %lld completed steps rolled back, training again from "
-                   "epoch %d\n",
-                   recoveries, absl::StrJoin(restarted, ", ").c_str(),
-                   std::string(absl::StatusCodeToString(epoch_status.code())).c_str(),
-                   ps_monitor->num_tasks(), rollback.path.c_str(),
-                   static_cast<long long>(rollback.iterations),
-                   static_cast<long long>(unsaved_steps), epoch);
-      std::fflush(options.out);
-    }
-    unsaved_steps = 0;
-  }
+        TrainStepResult totals,
+        run_epoch_closures<TrainStepResult>(*coordinator, kTrainStepFunction, args,
+                                            closures_per_epoch, progress, completed));
+    const double seconds = absl::ToDoubleSeconds(absl::Now() - epoch_start);
+    PSFLOW_ASSIGN_OR_RETURN(std::vector<Tensor> params, read_values(vars));
+    PSFLOW_ASSIGN_OR_RETURN(ClassifierEvaluation test,
+                            evaluate(model, params, data.test_images, data.test_labels));
+    return reporter.report(epoch, totals, seconds, test);
+  };
+  hooks.roll_back_to = [&](int epoch, int64_t rolled_back) {
+    reporter.roll_back_to(epoch, rolled_back);
+  };
+  PSFLOW_RETURN_IF_ERROR(loop.run(hooks));
   if (reporter.empty()) {
     // Everything was done before: report the restored model as it is.
     PSFLOW_ASSIGN_OR_RETURN(std::vector<Tensor> params, read_values(vars));

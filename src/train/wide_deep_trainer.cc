@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
 #include <memory>
 #include <optional>
 #include <utility>
@@ -16,6 +17,7 @@
 #include "psflow/nn.h"
 #include "psflow/optimizer.h"
 #include "psflow/strategy.h"
+#include "train/epoch_loop.h"
 #include "train/event_writer.h"
 #include "train/epoch_closures.h"
 #include "train/progress.h"
@@ -133,6 +135,21 @@ class Reporter {
     return absl::OkStatus();
   }
 
+  bool empty() const { return summary_.summary.history.empty(); }
+
+  // See EpochHooks::roll_back_to.
+  void roll_back_to(int epoch, int64_t rolled_back) {
+    TrainSummary& s = summary_.summary;
+    while (!s.history.empty() && s.history.back().epoch >= epoch) {
+      s.steps -= s.history.back().steps;
+      s.history.pop_back();
+      summary_.auc_history.pop_back();
+    }
+    ++s.ps_recoveries;
+    s.rolled_back_steps += rolled_back;
+  }
+  void set_optimizer_iterations(int64_t n) { summary_.summary.optimizer_iterations = n; }
+
   absl::StatusOr<WideDeepSummary> finish() {
     TrainSummary& s = summary_.summary;
     s.test_accuracy = s.history.back().test_accuracy;
@@ -166,10 +183,7 @@ absl::Status validate_wide_deep_options(const TrainOptions& o, const WideDeepOpt
     return absl::InvalidArgumentError(
         absl::StrCat("--model '", o.model, "' is not wide_deep; train_wide_deep trains wide_deep"));
   }
-  if (o.ps_recovery) {
-    return absl::InvalidArgumentError(
-        "--ps-recovery is not available for wide_deep yet (it has no checkpoints); drop the flag");
-  }
+  PSFLOW_RETURN_IF_ERROR(validate_ps_recovery_options(o));
   if (o.strategy != "parameter_server") {
     return absl::InvalidArgumentError(absl::StrCat(
         "--strategy '", o.strategy,
@@ -290,7 +304,13 @@ absl::StatusOr<WideDeepSummary> train_wide_deep_model(const ClusterSpec& spec,
   initial.data_description = data->description;
   Reporter reporter(options, extra, start, std::move(initial));
   PSFLOW_RETURN_IF_ERROR(reporter.open());
-  for (int epoch = 1; epoch <= options.epochs; ++epoch) {
+  std::map<std::string, ShardedVariable> named;
+  const std::vector<std::string> names = model.parameter_names();
+  for (size_t i = 0; i < vars.size(); ++i) named.emplace(names[i], vars[i]);
+  PSFLOW_ASSIGN_OR_RETURN(
+      EpochLoop loop, EpochLoop::create(spec, options, std::move(named), *optimizer, steps_per_epoch));
+  EpochHooks hooks;
+  hooks.run_epoch = [&](int epoch, int64_t* completed) -> absl::Status {
     const absl::Time epoch_start = absl::Now();
     ProgressBar progress(options.out, options.interactive_progress,
                          absl::StrCat("epoch ", epoch, "/", options.epochs),
@@ -298,11 +318,23 @@ absl::StatusOr<WideDeepSummary> train_wide_deep_model(const ClusterSpec& spec,
     PSFLOW_ASSIGN_OR_RETURN(
         WideDeepStepResult totals,
         run_epoch_closures<WideDeepStepResult>(*coordinator, kWideDeepStepFunction, args,
-                                               closures_per_epoch, progress));
+                                               closures_per_epoch, progress, completed));
     const double seconds = absl::ToDoubleSeconds(absl::Now() - epoch_start);
     PSFLOW_ASSIGN_OR_RETURN(WideDeepEval test, evaluate(model, vars, data->test));
-    PSFLOW_RETURN_IF_ERROR(reporter.report(epoch, totals, seconds, test));
+    return reporter.report(epoch, totals, seconds, test);
+  };
+  hooks.roll_back_to = [&](int epoch, int64_t rolled_back) {
+    reporter.roll_back_to(epoch, rolled_back);
+  };
+  PSFLOW_RETURN_IF_ERROR(loop.run(hooks));
+  if (reporter.empty()) {
+    // Everything was done before: report the restored model as it is.
+    PSFLOW_ASSIGN_OR_RETURN(WideDeepEval test, evaluate(model, vars, data->test));
+    const WideDeepStepResult no_steps;
+    PSFLOW_RETURN_IF_ERROR(reporter.report(options.epochs, no_steps, 0.0, test));
   }
+  PSFLOW_ASSIGN_OR_RETURN(Tensor iterations, optimizer->iterations().read_value());
+  reporter.set_optimizer_iterations(iterations.scalar_value<int64_t>());
   return reporter.finish();
 }
 

@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 #include <memory>
@@ -67,14 +68,19 @@ inline ChaosRun train_while_killing_workers(TrainOptions options, absl::Duration
   return run;
 }
 
-// Trains `options` (ps recovery on; run_dir must be set) on 2 ps + 2
-// workers and kills ps (k % 2) once the k-th name of `after_checkpoints`
-// exists in <run_dir>/checkpoints and `delay` more has passed (so that some
-// steps complete after that checkpoint and are rolled back); the launcher
-// restarts it.
+// A training run on a cluster: train_classifier, or another model's.
+using TrainFunction =
+    std::function<absl::StatusOr<TrainSummary>(const ClusterSpec&, const TrainOptions&)>;
+
+// Trains `options` (ps recovery on; run_dir must be set) with `train` on 2
+// ps + 2 workers and kills ps (k % 2) once the k-th name of
+// `after_checkpoints` exists in <run_dir>/checkpoints and `delay` more has
+// passed (so that some steps complete after that checkpoint and are rolled
+// back); the launcher restarts it.
 inline ChaosRun train_while_killing_ps(TrainOptions options,
                                        std::vector<std::string> after_checkpoints,
-                                       absl::Duration delay) {
+                                       absl::Duration delay,
+                                       const TrainFunction& train = train_classifier) {
   LocalClusterOptions cluster_options;
   cluster_options.num_ps = 2;
   cluster_options.num_workers = 2;
@@ -106,7 +112,7 @@ inline ChaosRun train_while_killing_ps(TrainOptions options,
       }
     }
   });
-  ChaosRun run{train_classifier((*cluster)->cluster_spec(), options), 0};
+  ChaosRun run{train((*cluster)->cluster_spec(), options), 0};
   done.Notify();
   killer.join();
   run.kills = kills.load();

@@ -11,6 +11,10 @@
 
 #include "../fault/chaos_common.h"
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+#include "nlohmann/json.hpp"
+#include "train/wide_deep_trainer.h"
+#include "wide_deep_small.h"
 #include "psflow/variable.h"
 #include "psflow/strategy.h"
 #include "psflow/cluster_resolver.h"
@@ -118,6 +122,45 @@ TEST(ChaosShortTest, LosingAPsWithRecoveryRollsBackAndFinishes) {
                                    " completed steps rolled back, training again from epoch 2")),
             std::string::npos)
       << text;
+}
+
+// The same for the wide & deep recommendation model: its embedding tables
+// (sharded over both ps) and dense layers are checkpointed every epoch, and
+// a killed ps costs the steps since the last one.
+TEST(ChaosShortTest, WideDeepWithRecoverySurvivesALostPs) {
+  TrainOptions options = testing::small_wide_deep_run();
+  options.run_dir = ::testing::TempDir() + "/psflow-chaos-wide-deep-recovery";
+  std::filesystem::remove_all(options.run_dir);
+  const std::string log = options.run_dir + ".log";
+  std::FILE* out = std::fopen(log.c_str(), "w");
+  ASSERT_NE(out, nullptr);
+  options.out = out;
+  const WideDeepOptions extra = testing::small_wide_deep_data();
+  const int64_t steps_per_epoch = 30000 / 128;
+  // Killed 200 ms into epoch 2 (an epoch takes about a second here).
+  testing::ChaosRun run = testing::train_while_killing_ps(
+      options, {"ckpt-" + std::to_string(steps_per_epoch)}, absl::Milliseconds(200),
+      [&](const ClusterSpec& spec, const TrainOptions& o) -> absl::StatusOr<TrainSummary> {
+        PSFLOW_ASSIGN_OR_RETURN(WideDeepSummary s, train_wide_deep_model(spec, o, extra));
+        return s.summary;
+      });
+  std::fclose(out);
+  std::ifstream in(log);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_TRUE(run.summary.ok()) << run.summary.status() << "\n" << text;
+  ASSERT_EQ(run.kills, 1);
+  EXPECT_EQ(run.summary->ps_recoveries, 1);
+  EXPECT_LT(run.summary->rolled_back_steps, steps_per_epoch);
+  EXPECT_EQ(run.summary->steps, 3 * steps_per_epoch);
+  EXPECT_EQ(run.summary->optimizer_iterations, 3 * steps_per_epoch);
+  EXPECT_NE(text.find("ps recovery 1: /job:ps/replica:0/task:0 restarted"), std::string::npos)
+      << text;
+  // The bound a trained model passes and an untrained one misses
+  // (WideDeepTrainingTest): what was restored kept its training.
+  std::ifstream summary_file(options.run_dir + "/summary.json");
+  const nlohmann::json summary = nlohmann::json::parse(summary_file);
+  EXPECT_GT(summary["test_auc"].get<double>(), 0.78) << summary.dump(2);
+  EXPECT_EQ(summary["ps_recoveries"], 1);
 }
 
 }  // namespace

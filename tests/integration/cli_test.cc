@@ -204,13 +204,15 @@ TEST(CliTest, TrainWithPsRecoverySurvivesAKilledPs) {
   EXPECT_GT(summary["test_accuracy"].get<double>(), 0.8) << summary.dump(2);
 }
 
-TEST(CliTest, PsRecoveryIsRefusedForWideDeepNamingTheFlag) {
-  TestProcess psflow({PSFLOW_BINARY_PATH, "train", "--model", "wide_deep", "--ps-recovery"},
+// wide_deep takes --ps-recovery like the classifiers, with the same checks.
+TEST(CliTest, WideDeepChecksThePsRecoveryFlags) {
+  TestProcess psflow({PSFLOW_BINARY_PATH, "train", "--model", "wide_deep", "--ps-recovery",
+                      "--ps-recovery-timeout", "0"},
                      test_environment());
   ASSERT_GT(psflow.pid(), 0);
   const std::string err = psflow.read_stderr(absl::Now() + absl::Seconds(30));
   EXPECT_EQ(psflow.wait_exit_code(absl::Now() + absl::Seconds(30)), 2);
-  EXPECT_THAT(err, HasSubstr("--ps-recovery is not available for wide_deep"));
+  EXPECT_THAT(err, HasSubstr("--ps-recovery-timeout 0 is out of range"));
 }
 
 // A checkpoint damaged on disk stops the resume with the file named, before

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <iterator>
 #include <set>
 #include <string>
 
@@ -12,6 +13,7 @@
 #include "nlohmann/json.hpp"
 #include "psflow/local_cluster.h"
 #include "train/wide_deep_trainer.h"
+#include "wide_deep_small.h"
 #include "base/test_util.h"
 
 namespace psflow {
@@ -35,27 +37,8 @@ class WideDeepTrainingTest : public ::testing::Test {
     std::filesystem::remove_all(run_dir_, ec);
   }
 
-  static TrainOptions small_run() {
-    TrainOptions o;
-    o.model = kWideDeepModel;
-    o.epochs = 3;
-    o.batch_size = 128;
-    o.optimizer = kWideDeepDefaultOptimizer;
-    o.learning_rate = kWideDeepDefaultLearningRate;
-    o.seed = 3;
-    o.out = nullptr;
-    return o;
-  }
-
-  static WideDeepOptions small_data() {
-    WideDeepOptions extra;
-    extra.generator.train_examples = 30000;
-    extra.generator.test_examples = 5000;
-    extra.generator.vocab_size = 3000;
-    extra.embedding_dim = 8;
-    extra.hidden = {32};
-    return extra;
-  }
+  static TrainOptions small_run() { return testing::small_wide_deep_run(); }
+  static WideDeepOptions small_data() { return testing::small_wide_deep_data(); }
 
   std::unique_ptr<LocalCluster> cluster_;
   std::string run_dir_;
@@ -100,6 +83,41 @@ TEST_F(WideDeepTrainingTest, LearnsWithTablesShardedOverBothPs) {
   ASSERT_EQ(j["history"].size(), 3u);
   EXPECT_TRUE(j["history"][2].contains("train_auc"));
   EXPECT_GT(j["history"][2]["train_auc"].get<double>(), 0.7);
+}
+
+// A rerun on the same run directory resumes from the latest checkpoint:
+// tables, dense layers, optimizer slots and iterations come back, and only
+// the remaining epoch is trained.
+TEST_F(WideDeepTrainingTest, ARerunResumesFromTheLatestCheckpoint) {
+  TrainOptions o = small_run();
+  o.run_dir = run_dir_;
+  o.epochs = 2;
+  const int64_t steps_per_epoch = 30000 / 128;
+  const WideDeepSummary first =
+      ok_value(train_wide_deep_model(cluster_->cluster_spec(), o, small_data()));
+  EXPECT_EQ(first.summary.optimizer_iterations, 2 * steps_per_epoch);
+  EXPECT_TRUE(std::filesystem::exists(run_dir_ + "/checkpoints/ckpt-" +
+                                      std::to_string(2 * steps_per_epoch)));
+  o.epochs = 3;
+  const std::string log = run_dir_ + "/rerun.log";
+  std::FILE* out = std::fopen(log.c_str(), "w");
+  ASSERT_NE(out, nullptr);
+  o.out = out;
+  const WideDeepSummary second =
+      ok_value(train_wide_deep_model(cluster_->cluster_spec(), o, small_data()));
+  std::fclose(out);
+  std::ifstream in(log);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("starting at epoch 3"), std::string::npos) << text;
+  EXPECT_EQ(text.find("epoch 1/3:"), std::string::npos) << text;
+  EXPECT_EQ(second.summary.steps, steps_per_epoch);  // this run's: epoch 3 only
+  EXPECT_EQ(second.summary.optimizer_iterations, 3 * steps_per_epoch);
+  ASSERT_EQ(second.summary.history.size(), 1u);
+  EXPECT_EQ(second.summary.history[0].epoch, 3);
+  // Training went on from the restored model, not from scratch: a fresh
+  // model's first epoch is far below this (see AnUntrainedModelMissesTheBound
+  // and the 3-epoch bound above).
+  EXPECT_GT(second.test_auc, 0.78);
 }
 
 // A learning rate too small to move the parameters in a short run leaves

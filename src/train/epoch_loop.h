@@ -1,0 +1,81 @@
+// What every coordinator-driven training run (psflow train, any model) does
+// around its epochs: a checkpoint after each epoch under
+// <run_dir>/checkpoints, a rerun on the same run directory resuming from
+// the latest one, and with TrainOptions::ps_recovery, surviving a restarted
+// ps by restoring every ps from the latest checkpoint and training again
+// from there (train/ps_recovery.h, docs/fault_tolerance.md).
+#ifndef PSFLOW_TRAIN_EPOCH_LOOP_H_
+#define PSFLOW_TRAIN_EPOCH_LOOP_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "psflow/checkpoint.h"
+#include "psflow/cluster_spec.h"
+#include "psflow/optimizer.h"
+#include "psflow/variable.h"
+#include "train/ps_recovery.h"
+#include "train/trainer.h"
+
+namespace psflow {
+
+// INVALID_ARGUMENT naming the flag: ps_recovery without run_dir, a
+// recovery timeout outside (0, 86400] s, negative max_ps_recoveries.
+[[nodiscard]] absl::Status validate_ps_recovery_options(const TrainOptions& options);
+
+// The model-specific part of an epoch.
+struct EpochHooks {
+  // Runs epoch `epoch` (its closures, evaluation and report). Adds the
+  // steps whose closures completed to *completed, also when it fails.
+  std::function<absl::Status(int epoch, int64_t* completed)> run_epoch;
+  // A ps recovery restored the model as it was before `epoch`: forget the
+  // epochs from there on (they are trained again) and count the recovery
+  // and its `rolled_back` completed steps.
+  std::function<void(int epoch, int64_t rolled_back)> roll_back_to;
+};
+
+// Thread-safety: use from one thread.
+class EpochLoop {
+ public:
+  // Tracks `variables` (by checkpoint name) and `optimizer` in
+  // <options.run_dir>/checkpoints (no checkpoints when run_dir is empty)
+  // and restores the latest checkpoint there, printing where it resumes.
+  // With options.ps_recovery, also watches the ps tasks of `spec` and
+  // saves a first checkpoint when there is none, so that a recovery always
+  // has one to go back to.
+  [[nodiscard]] static absl::StatusOr<EpochLoop> create(
+      const ClusterSpec& spec, const TrainOptions& options,
+      std::map<std::string, ShardedVariable> variables, const Optimizer& optimizer,
+      int64_t steps_per_epoch);
+
+  // The epoch training starts from: 1, or the one after the restored
+  // checkpoint's (from the optimizer's iterations, TF's advice for a
+  // restarted coordinator).
+  [[nodiscard]] int first_epoch() const { return first_epoch_; }
+
+  // Runs epochs first_epoch() .. options.epochs, saving a checkpoint after
+  // each. A failed epoch ends the run with its error, unless ps recovery
+  // is on and a ps restarted: then every ps is restored from the latest
+  // checkpoint and training goes on from the epoch after it (at most
+  // options.max_ps_recoveries times).
+  [[nodiscard]] absl::Status run(const EpochHooks& hooks);
+
+ private:
+  EpochLoop(const TrainOptions& options, int64_t steps_per_epoch)
+      : options_(&options), steps_per_epoch_(steps_per_epoch) {}
+
+  const TrainOptions* options_;
+  int64_t steps_per_epoch_;
+  int first_epoch_ = 1;
+  std::optional<CheckpointManager> checkpoints_;
+  std::optional<PsMonitor> ps_monitor_;
+};
+
+}  // namespace psflow
+
+#endif  // PSFLOW_TRAIN_EPOCH_LOOP_H_
