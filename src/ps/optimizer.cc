@@ -113,84 +113,73 @@ void apply_dense_typed(const OptimizerConfig& c, double lr, int64_t step, Tensor
 // ids are found with an open-addressing table sized for the batch, so the
 // cost is a few nanoseconds per id and a handful of allocations per apply,
 // none per row; only duplicated ids' rows are copied.
-// Thread-safety: not thread-safe; one apply's scratch state.
 template <typename T>
-class SummedRows {
- public:
-  SummedRows(const std::vector<int64_t>& ids, const T* rows, int64_t row_size)
-      : rows_(rows), row_size_(row_size) {
-    const size_t n = ids.size();
-    size_t capacity = 16;
-    while (capacity < 2 * n) capacity *= 2;
-    const int shift = 64 - std::countr_zero(capacity);
-    const size_t mask = capacity - 1;
-    std::vector<uint32_t> table(capacity, kEmpty);
-    unique_ids_.reserve(n);
-    source_.reserve(n);
-    for (size_t i = 0; i < n; ++i) {
-      const int64_t id = ids[i];
-      // Fibonacci hashing: the top bits of id * 2^64/phi.
-      size_t slot = static_cast<size_t>((static_cast<uint64_t>(id) * 0x9E3779B97F4A7C15ull) >>
-                                        shift);
-      for (;; slot = (slot + 1) & mask) {
-        const uint32_t u = table[slot];
-        if (u == kEmpty) {
-          table[slot] = static_cast<uint32_t>(unique_ids_.size());
-          unique_ids_.push_back(id);
-          source_.push_back(static_cast<int64_t>(i));
-          break;
-        }
-        if (unique_ids_[u] == id) {
-          add_duplicate(u, i);
-          break;
-        }
+void sum_duplicate_rows(const std::vector<int64_t>& ids, const T* rows, int64_t row_size,
+                        std::vector<int64_t>* unique_ids, std::vector<const void*>* grads,
+                        Tensor* summed_out) {
+  constexpr uint32_t kEmpty = UINT32_MAX;
+  const size_t n = ids.size();
+  size_t capacity = 16;
+  while (capacity < 2 * n) capacity *= 2;
+  const int shift = 64 - std::countr_zero(capacity);
+  const size_t mask = capacity - 1;
+  std::vector<uint32_t> table(capacity, kEmpty);
+  // source[u] >= 0 is the index of the caller's row; ~source[u] (< 0) the
+  // index of the summed row.
+  std::vector<int64_t> source;
+  std::vector<T> summed;
+  unique_ids->reserve(n);
+  source.reserve(n);
+  auto add_duplicate = [&](uint32_t u, size_t i) {
+    if (source[u] >= 0) {
+      const T* first = rows + source[u] * row_size;
+      source[u] = ~static_cast<int64_t>(summed.size() / static_cast<size_t>(row_size));
+      summed.insert(summed.end(), first, first + row_size);
+    }
+    T* acc = summed.data() + (~source[u]) * row_size;
+    const T* in = rows + static_cast<int64_t>(i) * row_size;
+    for (int64_t j = 0; j < row_size; ++j) acc[j] += in[j];
+  };
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t id = ids[i];
+    // Fibonacci hashing: the top bits of id * 2^64/phi.
+    size_t slot =
+        static_cast<size_t>((static_cast<uint64_t>(id) * 0x9E3779B97F4A7C15ull) >> shift);
+    for (;; slot = (slot + 1) & mask) {
+      const uint32_t u = table[slot];
+      if (u == kEmpty) {
+        table[slot] = static_cast<uint32_t>(unique_ids->size());
+        unique_ids->push_back(id);
+        source.push_back(static_cast<int64_t>(i));
+        break;
+      }
+      if ((*unique_ids)[u] == id) {
+        add_duplicate(u, i);
+        break;
       }
     }
   }
-
-  size_t size() const { return unique_ids_.size(); }
-  const std::vector<int64_t>& ids() const { return unique_ids_; }
-  // Valid until this object is destroyed.
-  const T* grad(size_t u) const {
-    const int64_t s = source_[u];
-    return s >= 0 ? rows_ + s * row_size_ : summed_.data() + (~s) * row_size_;
+  if (!summed.empty()) {
+    *summed_out = Tensor::from_vector<T>(summed);
   }
-
- private:
-  static constexpr uint32_t kEmpty = UINT32_MAX;
-
-  // source_[u] >= 0 is the index of the caller's row; ~source_[u] (< 0) the
-  // index of the summed row in summed_.
-  void add_duplicate(uint32_t u, size_t i) {
-    if (source_[u] >= 0) {
-      const T* first = rows_ + source_[u] * row_size_;
-      source_[u] = ~static_cast<int64_t>(summed_.size() / static_cast<size_t>(row_size_));
-      summed_.insert(summed_.end(), first, first + row_size_);
-    }
-    T* acc = summed_.data() + (~source_[u]) * row_size_;
-    const T* in = rows_ + static_cast<int64_t>(i) * row_size_;
-    for (int64_t j = 0; j < row_size_; ++j) acc[j] += in[j];
+  const T* summed_data = summed.empty() ? nullptr : summed_out->flat<T>().data();
+  grads->resize(unique_ids->size());
+  for (size_t u = 0; u < unique_ids->size(); ++u) {
+    const int64_t s = source[u];
+    (*grads)[u] = s >= 0 ? rows + s * row_size : summed_data + (~s) * row_size;
   }
-
-  const T* rows_;
-  const int64_t row_size_;
-  std::vector<int64_t> unique_ids_;
-  std::vector<int64_t> source_;
-  std::vector<T> summed_;
-};
+}
 
 template <typename T>
-void apply_sparse_typed(const OptimizerConfig& c, double lr, int64_t step, Tensor& var,
-                        OptimizerSlots& slots, const std::vector<int64_t>& ids,
-                        const Tensor& rows) {
+void apply_prepared_typed(const OptimizerConfig& c, double lr, int64_t step, Tensor& var,
+                          OptimizerSlots& slots, const std::vector<int64_t>& ids,
+                          const std::vector<const void*>& grads) {
   const int64_t row_size = var.dim(0) == 0 ? 0 : var.num_elements() / var.dim(0);
   if (row_size == 0 || ids.empty()) return;
-  const SummedRows<T> grads(ids, rows.flat<T>().data(), row_size);
-  std::vector<const T*> grad_rows(grads.size());
-  for (size_t u = 0; u < grads.size(); ++u) grad_rows[u] = grads.grad(u);
   internal::update_rows<T>(coefficients<T>(c, lr, step), var.mutable_flat<T>().data(),
                            slot_data<T>(slots, c, 0), slot_data<T>(slots, c, 1), row_size,
-                           grads.ids().data(), grad_rows.data(), grads.size());
+                           ids.data(), reinterpret_cast<const T* const*>(grads.data()),
+                           ids.size());
 }
 
 }  // namespace
@@ -383,21 +372,58 @@ absl::Status apply_dense_gradient(const OptimizerConfig& config, double learning
   return absl::OkStatus();
 }
 
-absl::Status apply_sparse_gradient(const OptimizerConfig& config, double learning_rate,
-                                   Tensor& var, OptimizerSlots& slots,
-                                   const Tensor& ids, const Tensor& rows) {
+absl::StatusOr<PreparedSparseGradient> prepare_sparse_gradient(
+    const OptimizerConfig& config, double learning_rate, DType var_dtype,
+    const Shape& var_shape, const Tensor& ids, const Tensor& rows) {
   PSFLOW_ASSIGN_OR_RETURN(std::vector<int64_t> checked,
-                          validate_sparse_gradient(config, learning_rate, var.dtype(),
-                                                   var.shape(), ids, rows));
-  PSFLOW_RETURN_IF_ERROR(prepare_slots(config, var, slots));
-  if (var.dtype() == DType::kFloat32) {
-    apply_sparse_typed<float>(config, learning_rate, slots.steps + 1, var, slots, checked, rows);
+                          validate_sparse_gradient(config, learning_rate, var_dtype, var_shape,
+                                                   ids, rows));
+  PreparedSparseGradient g;
+  g.config_ = config;
+  g.learning_rate_ = learning_rate;
+  g.dtype_ = var_dtype;
+  g.shape_ = var_shape;
+  g.rows_ = rows;
+  int64_t row_size = 1;
+  for (size_t i = 1; i < var_shape.size(); ++i) row_size *= var_shape[i];
+  if (row_size == 0 || checked.empty()) return g;
+  if (var_dtype == DType::kFloat32) {
+    sum_duplicate_rows<float>(checked, rows.flat<float>().data(), row_size, &g.ids_, &g.grads_,
+                              &g.summed_);
   } else {
-    apply_sparse_typed<double>(config, learning_rate, slots.steps + 1, var, slots, checked,
-                               rows);
+    sum_duplicate_rows<double>(checked, rows.flat<double>().data(), row_size, &g.ids_,
+                               &g.grads_, &g.summed_);
+  }
+  return g;
+}
+
+absl::Status apply_sparse_gradient(const PreparedSparseGradient& g, Tensor& var,
+                                   OptimizerSlots& slots) {
+  if (var.dtype() != g.dtype_ || var.shape() != g.shape_) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "a sparse gradient prepared for a ", av(dtype_name(g.dtype_)), " ",
+        shape_string(g.shape_), " variable cannot update a ", av(dtype_name(var.dtype())), " ",
+        shape_string(var.shape()), " one"));
+  }
+  PSFLOW_RETURN_IF_ERROR(prepare_slots(g.config_, var, slots));
+  if (var.dtype() == DType::kFloat32) {
+    apply_prepared_typed<float>(g.config_, g.learning_rate_, slots.steps + 1, var, slots, g.ids_,
+                                g.grads_);
+  } else {
+    apply_prepared_typed<double>(g.config_, g.learning_rate_, slots.steps + 1, var, slots,
+                                 g.ids_, g.grads_);
   }
   ++slots.steps;
   return absl::OkStatus();
+}
+
+absl::Status apply_sparse_gradient(const OptimizerConfig& config, double learning_rate,
+                                   Tensor& var, OptimizerSlots& slots,
+                                   const Tensor& ids, const Tensor& rows) {
+  PSFLOW_ASSIGN_OR_RETURN(
+      PreparedSparseGradient g,
+      prepare_sparse_gradient(config, learning_rate, var.dtype(), var.shape(), ids, rows));
+  return apply_sparse_gradient(g, var, slots);
 }
 
 }  // namespace psflow

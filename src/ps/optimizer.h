@@ -75,6 +75,47 @@ struct OptimizerSlots {
                                                 OptimizerSlots& slots,
                                                 const Tensor& grad);
 
+// A row-sparse gradient checked against a variable's dtype and shape, its
+// ids widened and checked, and duplicate ids summed: everything of a sparse
+// apply that does not touch the variable, so that a caller holding the
+// variable's lock only for apply_sparse_gradient(prepared, ...) keeps
+// concurrent updates of the same variable waiting less. Shares the
+// caller's `rows` buffer (do not write to it while this lives).
+// Thread-safety: immutable once made.
+class PreparedSparseGradient {
+ public:
+  // The distinct row ids, in order of first appearance.
+  [[nodiscard]] const std::vector<int64_t>& ids() const { return ids_; }
+
+ private:
+  friend absl::StatusOr<PreparedSparseGradient> prepare_sparse_gradient(
+      const OptimizerConfig&, double, DType, const Shape&, const Tensor&, const Tensor&);
+  friend absl::Status apply_sparse_gradient(const PreparedSparseGradient&, Tensor&,
+                                            OptimizerSlots&);
+
+  OptimizerConfig config_;
+  double learning_rate_ = 0;
+  DType dtype_ = DType::kFloat32;
+  Shape shape_;
+  std::vector<int64_t> ids_;
+  // grads_[u] is the gradient row of ids_[u]: inside rows_, or inside
+  // summed_ for an id that occurred more than once.
+  std::vector<const void*> grads_;
+  Tensor rows_;
+  Tensor summed_;
+};
+
+[[nodiscard]] absl::StatusOr<PreparedSparseGradient> prepare_sparse_gradient(
+    const OptimizerConfig& config, double learning_rate, DType var_dtype,
+    const Shape& var_shape, const Tensor& ids, const Tensor& rows);
+
+// Applies a prepared gradient to `var` (of the dtype and shape it was
+// prepared for: INVALID_ARGUMENT otherwise) and its slots. Creates the
+// slots on first use; FAILED_PRECONDITION when they belong to another
+// optimizer. Nothing changes unless the status is OK.
+[[nodiscard]] absl::Status apply_sparse_gradient(const PreparedSparseGradient& gradient,
+                                                 Tensor& var, OptimizerSlots& slots);
+
 // Applies a row-sparse gradient: `rows[i]` is the gradient of row `ids[i]`.
 // Duplicate ids are summed first. Only the touched rows of the variable and
 // of its slots change (Adam therefore has lazy-Adam semantics: untouched

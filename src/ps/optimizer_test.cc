@@ -442,6 +442,33 @@ TEST(OptimizerTest, RejectsBadInputWithoutChangingAnything) {
   EXPECT_EQ(slots.steps, 0);
 }
 
+// A gradient prepared (checked and summed) for one variable layout is
+// refused by a variable of another, which keeps its value and slots.
+TEST(OptimizerTest, PreparedSparseGradientChecksTheVariableItUpdates) {
+  OptimizerConfig c;
+  c.kind = Kind::kAdagrad;
+  const Tensor ids = Tensor::from_vector<int64_t>({1, 1, 0});
+  const Tensor rows = Tensor::from_vector<float>({1, 2, 3, 4, 5, 6}, {3, 2});
+  absl::StatusOr<PreparedSparseGradient> g =
+      prepare_sparse_gradient(c, 0.1, DType::kFloat32, {3, 2}, ids, rows);
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_EQ(g->ids(), (std::vector<int64_t>{1, 0}));
+  Tensor other = Tensor::from_vector<float>({1, 2, 3, 4, 5, 6, 7, 8}, {4, 2});
+  OptimizerSlots slots;
+  const absl::Status s = apply_sparse_gradient(*g, other, slots);
+  EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
+  EXPECT_NE(s.message().find("[3, 2]"), std::string_view::npos) << s;
+  EXPECT_EQ(other.flat<float>()[0], 1.0f);
+  EXPECT_TRUE(slots.slots.empty());
+  EXPECT_EQ(slots.steps, 0);
+  // The layout it was made for takes it: row 1 gets the sum of two rows.
+  Tensor var = Tensor::from_vector<float>({0, 0, 0, 0, 0, 0}, {3, 2});
+  ASSERT_TRUE(apply_sparse_gradient(*g, var, slots).ok());
+  EXPECT_EQ(slots.steps, 1);
+  EXPECT_LT(var.flat<float>()[2], 0.0f);  // row 1, from 1 + 3 = 4
+  EXPECT_EQ(var.flat<float>()[4], 0.0f);  // row 2 untouched
+}
+
 TEST(OptimizerTest, SlotsBelongToOneOptimizer) {
   OptimizerConfig adagrad;
   adagrad.kind = Kind::kAdagrad;

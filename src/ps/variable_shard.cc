@@ -294,9 +294,15 @@ absl::Status VariableShard::apply_dense_gradient(const OptimizerConfig& config,
 absl::Status VariableShard::apply_sparse_gradient(const OptimizerConfig& config,
                                                   double learning_rate, const Tensor& ids,
                                                   const Tensor& rows) {
+  // Checks, id widening and duplicate sums need only the immutable dtype and
+  // shape: done before taking the lock, so that concurrent updates of this
+  // shard wait only for each other's row arithmetic.
+  PSFLOW_ASSIGN_OR_RETURN(
+      PreparedSparseGradient gradient,
+      prepare_sparse_gradient(config, learning_rate, dtype_, shape_, ids, rows));
   absl::MutexLock lock(&mu_);
   make_value_writable();
-  return psflow::apply_sparse_gradient(config, learning_rate, value_, slots_, ids, rows);
+  return psflow::apply_sparse_gradient(gradient, value_, slots_);
 }
 
 VariableShard::OptimizerInfo VariableShard::optimizer_info() const {

@@ -130,6 +130,46 @@ TEST(VariableShardTest, ConcurrentAssignAddIsAtomic) {
   EXPECT_EQ(v.read().scalar_value<int64_t>(), int64_t{kThreads} * kAdds);
 }
 
+// Sparse applies check and sum their gradient before taking the shard's
+// lock; the row arithmetic itself stays atomic per shard: 8 threads each
+// applying 500 SGD updates of -1 (with a duplicated id) to overlapping rows
+// leave every row at exactly its count of updates, and the step count at
+// the number of applies.
+TEST(VariableShardTest, ConcurrentSparseAppliesAreAtomic) {
+  constexpr int kThreads = 8;
+  constexpr int kApplies = 500;
+  VariableShard v("table", Tensor(DType::kFloat32, {16, 4}));
+  OptimizerConfig sgd;
+  sgd.kind = OptimizerConfig::Kind::kSgd;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      // Rows t % 4, 4 + t % 4 (twice: summed to -2) and 15.
+      const Tensor ids = Tensor::from_vector<int64_t>({t % 4, 4 + t % 4, 4 + t % 4, 15});
+      const Tensor grads(DType::kFloat32, {4, 4});
+      Tensor g = grads.clone();
+      g.mutable_vec<float>().setConstant(-1.0f);
+      for (int i = 0; i < kApplies; ++i) {
+        ASSERT_TRUE(v.apply_sparse_gradient(sgd, 1.0, ids, g).ok());
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  const Tensor value = v.read();
+  const auto flat = value.flat<float>();
+  // Each of rows 0-3 and 4-7 is hit by 2 of the 8 threads; row 15 by all.
+  for (int64_t row = 0; row < 16; ++row) {
+    float expected = 0;
+    if (row < 4) expected = 2.0f * kApplies;
+    if (row >= 4 && row < 8) expected = 2.0f * 2 * kApplies;
+    if (row == 15) expected = 1.0f * kThreads * kApplies;
+    for (int64_t j = 0; j < 4; ++j) {
+      EXPECT_EQ(flat[static_cast<size_t>(row * 4 + j)], expected) << "row " << row;
+    }
+  }
+  EXPECT_EQ(v.optimizer_info().steps, int64_t{kThreads} * kApplies);
+}
+
 TEST(VariableShardTest, SnapshotAndRestoreIncludeSlots) {
   VariableShard v("w", Tensor::from_vector<float>({1, 2}, {2}));
   OptimizerConfig adam;
