@@ -26,6 +26,14 @@ struct ServerOptions {
   bool reuse_port = false;
   // How long stop() lets running calls finish before cancelling them.
   absl::Duration shutdown_grace = absl::Seconds(2);
+  // A worker's cache of function results for same-worker chaining
+  // (ClusterCoordinatorOptions::same_worker_chaining): the most results it
+  // keeps and their most encoded bytes, least recently used evicted first.
+  // 0 keeps none (chained inputs then always travel as values). A larger
+  // cache helps long chains of big results on one worker; its memory is
+  // the worker's. Ignored by a ps.
+  int64_t result_cache_entries = 1024;
+  int64_t result_cache_bytes = int64_t{64} << 20;
 };
 
 // A gRPC server playing one task of the cluster: a "ps" task serves the

@@ -22,6 +22,8 @@ struct ServerFlags {
   std::string cluster_json;
   std::string bind;
   bool reuse_port = false;
+  int64_t result_cache_entries = ServerOptions{}.result_cache_entries;
+  int64_t result_cache_mib = ServerOptions{}.result_cache_bytes >> 20;
 };
 
 int usage_error(std::string_view message) {
@@ -93,6 +95,16 @@ int run_server(const ServerFlags& flags) {
   ServerOptions options;
   options.bind_address = flags.bind;
   options.reuse_port = flags.reuse_port;
+  options.result_cache_entries = flags.result_cache_entries;
+  if (flags.result_cache_entries < 0 || flags.result_cache_entries > 10'000'000) {
+    return usage_error(absl::StrCat("--result-cache-entries ", flags.result_cache_entries,
+                                    " is out of range; use 0 (keep none) to 10000000"));
+  }
+  if (flags.result_cache_mib < 0 || flags.result_cache_mib > (int64_t{1} << 16)) {
+    return usage_error(absl::StrCat("--result-cache-mib ", flags.result_cache_mib,
+                                    " is out of range; use 0 (keep none) to 65536"));
+  }
+  options.result_cache_bytes = flags.result_cache_mib << 20;
   absl::StatusOr<std::unique_ptr<Server>> server =
       Server::create(role->spec, role->job, role->index, options);
   if (!server.ok()) return usage_error(sv(server.status().message()));
@@ -139,6 +151,12 @@ Command add_server_command(CLI::App& parent) {
   app->add_flag("--reuse-port", flags->reuse_port,
                 "Share the port with a reservation socket (SO_REUSEPORT); set by "
                 "`psflow local-cluster`, not needed otherwise");
+  app->add_option("--result-cache-entries", flags->result_cache_entries,
+                  "Worker: function results kept for same-worker chaining (0 keeps none)")
+      ->capture_default_str();
+  app->add_option("--result-cache-mib", flags->result_cache_mib,
+                  "Worker: most MiB those results may take, least recently used evicted first")
+      ->capture_default_str();
   return Command{app, [flags] { return run_server(*flags); }};
 }
 

@@ -12,6 +12,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "rpc/address.h"
+#include "psflow/v1/task.grpc.pb.h"
 #include "rpc/channel.h"
 #include "server/task_status.h"
 
@@ -193,6 +194,65 @@ TEST(ServerTest, ExplicitBindAddressServesTheSpecsName) {
   EXPECT_TRUE(
       get_status(join_host_port("127.0.0.1", target->port), "ps", 0, absl::Now() + kCallTimeout)
           .ok());
+}
+
+}  // namespace
+}  // namespace psflow
+
+namespace psflow {
+namespace {
+
+// RunFunction with result_session set keeps the result for same-worker
+// chaining; ServerOptions bound how many results a worker keeps.
+int64_t cached_results_after_four_runs(const ServerOptions& options) {
+  absl::StatusOr<std::unique_ptr<Server>> server =
+      Server::create(one_ps_one_worker("127.0.0.1:0", "127.0.0.1:0"), "worker", 0, options);
+  EXPECT_TRUE(server.ok()) << server.status();
+  if (!server.ok()) return -1;
+  EXPECT_TRUE((*server)->start().ok());
+  auto stub = v1::ExecutorService::NewStub(create_channel((*server)->target()));
+  for (uint64_t id = 1; id <= 4; ++id) {
+    v1::RunFunctionRequest request;
+    request.set_closure_id(id);
+    request.set_function_name("testing/echo");
+    request.mutable_args()->set_int_value(static_cast<int64_t>(id));
+    request.set_result_session(99);
+    v1::RunFunctionResponse response;
+    grpc::ClientContext context;
+    configure_context(context, absl::Now() + kCallTimeout);
+    const grpc::Status status = stub->RunFunction(&context, request, &response);
+    EXPECT_TRUE(status.ok()) << status.error_message();
+  }
+  v1::GetExecutorStatsResponse stats;
+  grpc::ClientContext context;
+  configure_context(context, absl::Now() + kCallTimeout);
+  EXPECT_TRUE(stub->GetExecutorStats(&context, v1::GetExecutorStatsRequest(), &stats).ok());
+  (*server)->stop();
+  return stats.cached_results();
+}
+
+TEST(ServerTest, WorkerResultCacheFollowsTheOptions) {
+  EXPECT_EQ(cached_results_after_four_runs(ServerOptions{}), 4);
+  ServerOptions two;
+  two.result_cache_entries = 2;
+  EXPECT_EQ(cached_results_after_four_runs(two), 2);
+  ServerOptions none;
+  none.result_cache_bytes = 0;
+  EXPECT_EQ(cached_results_after_four_runs(none), 0);
+}
+
+TEST(ServerTest, RejectsResultCacheBoundsOutOfRange) {
+  ServerOptions negative;
+  negative.result_cache_entries = -1;
+  absl::StatusOr<std::unique_ptr<Server>> server =
+      Server::create(one_ps_one_worker("127.0.0.1:0", "127.0.0.1:0"), "worker", 0, negative);
+  EXPECT_EQ(server.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(server.status().message()), HasSubstr("result cache entries -1"));
+  ServerOptions huge;
+  huge.result_cache_bytes = int64_t{1} << 40;
+  server = Server::create(one_ps_one_worker("127.0.0.1:0", "127.0.0.1:0"), "worker", 0, huge);
+  EXPECT_EQ(server.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(server.status().message()), HasSubstr("result cache bytes"));
 }
 
 }  // namespace

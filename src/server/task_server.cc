@@ -39,6 +39,10 @@ std::string default_bind_address(const HostPort& address) {
   return join_host_port("::", address.port);
 }
 
+// Bounds of ServerOptions::result_cache_*: beyond them a typo, not a plan.
+constexpr int64_t kMaxResultCacheEntries = 10'000'000;
+constexpr int64_t kMaxResultCacheBytes = int64_t{64} << 30;
+
 // A worker reaches every ps task of its cluster through lazily connecting
 // gRPC clients (creating them never blocks).
 ExecutorServiceOptions executor_options(const ClusterSpec& spec, int index,
@@ -47,6 +51,8 @@ ExecutorServiceOptions executor_options(const ClusterSpec& spec, int index,
   out.worker_index = index;
   out.num_workers = spec.num_tasks(kWorkerJob);
   out.max_message_bytes = static_cast<size_t>(options.max_message_bytes);
+  out.result_cache_entries = static_cast<size_t>(options.result_cache_entries);
+  out.result_cache_bytes = static_cast<size_t>(options.result_cache_bytes);
   std::vector<std::shared_ptr<VariableClient>> ps_clients;
   for (int ps : spec.task_indices(kPsJob)) {
     absl::StatusOr<std::string> address = spec.task_address(kPsJob, ps);
@@ -208,6 +214,16 @@ absl::StatusOr<std::unique_ptr<Server>> Server::create(const ClusterSpec& spec,
   PSFLOW_ASSIGN_OR_RETURN(HostPort host_port, parse_host_port(*address));
   if (options.max_message_bytes <= 0) {
     return absl::InvalidArgumentError("ServerOptions::max_message_bytes must be positive");
+  }
+  if (options.result_cache_entries < 0 || options.result_cache_entries > kMaxResultCacheEntries) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "result cache entries ", options.result_cache_entries, " is out of range; use 0 to ",
+        kMaxResultCacheEntries, " (0 keeps no results)"));
+  }
+  if (options.result_cache_bytes < 0 || options.result_cache_bytes > kMaxResultCacheBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "result cache bytes ", options.result_cache_bytes, " is out of range; use 0 to ",
+        kMaxResultCacheBytes, " (64 GiB)"));
   }
   std::string bind =
       options.bind_address.empty() ? default_bind_address(host_port) : options.bind_address;

@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -75,6 +77,23 @@ TEST(ServerCliTest, NoConfigurationIsAUsageError) {
   EXPECT_EQ(server.wait_exit_code(absl::Now() + absl::Seconds(30)), 2);
   EXPECT_THAT(err, HasSubstr("TF_CONFIG"));
   EXPECT_THAT(err, HasSubstr("--cluster-json"));
+}
+
+// A worker's result-cache bounds are flags; a bad value is a usage error
+// naming the flag, before anything is bound.
+TEST(ServerCliTest, ResultCacheFlagsAreChecked) {
+  const std::string tf_config =
+      R"({"cluster": {"ps": ["127.0.0.1:1"], "worker": ["127.0.0.1:2"]},)"
+      R"( "task": {"type": "worker", "index": 0}})";
+  for (const auto& [flag, value] : std::vector<std::pair<std::string, std::string>>{
+           {"--result-cache-entries", "-5"}, {"--result-cache-mib", "100000"}}) {
+    TestProcess server({PSFLOW_BINARY_PATH, "server", flag, value},
+                       test_environment({{"TF_CONFIG", tf_config}}));
+    ASSERT_GT(server.pid(), 0);
+    const std::string err = server.read_stderr(absl::Now() + absl::Seconds(30));
+    EXPECT_EQ(server.wait_exit_code(absl::Now() + absl::Seconds(30)), 2) << flag;
+    EXPECT_THAT(err, HasSubstr(flag + " " + value + " is out of range"));
+  }
 }
 
 TEST(ServerCliTest, ChiefTaskTypeIsAUsageError) {
