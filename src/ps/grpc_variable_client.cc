@@ -87,9 +87,7 @@ class GrpcVariableClient final : public VariableClient {
     call->request = encode_execute_request(batch);
     const size_t size = call->request.Length();
     if (size > limits_.max_message_bytes) {
-      done(annotate(absl::ResourceExhaustedError(
-          absl::StrCat("the ExecuteRequest is ", size, " bytes, more than the limit of ",
-                       limits_.max_message_bytes, "; split the batch into smaller requests"))));
+      done(annotate(request_too_large(batch, size)));
       return;
     }
     call->done = std::move(done);
@@ -110,6 +108,32 @@ class GrpcVariableClient final : public VariableClient {
     grpc::ByteBuffer response;
     BatchCallback done;
   };
+
+  // RESOURCE_EXHAUSTED for a request over the message limit. When one op's
+  // tensor alone is over it, splitting the batch cannot help: the variable
+  // must be sharded, which the error says, naming it.
+  absl::Status request_too_large(const ExecuteBatch& batch, size_t size) const {
+    const VariableOpArgs* largest = nullptr;
+    size_t largest_bytes = 0;
+    for (const VariableOpArgs& op : batch.ops) {
+      const size_t bytes = (op.value.valid() ? op.value.byte_size() : 0) +
+                           (op.ids.valid() ? op.ids.byte_size() : 0);
+      if (bytes > largest_bytes) {
+        largest_bytes = bytes;
+        largest = &op;
+      }
+    }
+    if (largest != nullptr && largest_bytes > limits_.max_message_bytes) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "variable '", largest->variable, "' carries ", largest_bytes,
+          " bytes in one request, more than the limit of ", limits_.max_message_bytes,
+          "; shard it: give the strategy a variable_partitioner (e.g. "
+          "max_size_partitioner(256 << 20)) so that every part fits"));
+    }
+    return absl::ResourceExhaustedError(
+        absl::StrCat("the ExecuteRequest is ", size, " bytes, more than the limit of ",
+                     limits_.max_message_bytes, "; split the batch into smaller requests"));
+  }
 
   absl::Status annotate(const absl::Status& status) const {
     return annotate_with_task(status, task_name_, target_);
