@@ -27,6 +27,7 @@
 #include "train/event_writer.h"
 #include "train/progress.h"
 #include "train/epoch_loop.h"
+#include "train/ps_training.h"
 #include "train/run_files.h"
 #include "train/train_step.h"
 
@@ -250,34 +251,18 @@ absl::StatusOr<TrainSummary> train_classifier(const ClusterSpec& spec, const Tra
   model.input_dim = data.train_images.num_elements() / data.train_images.dim(0);
   PSFLOW_ASSIGN_OR_RETURN(Partitioner partitioner, parse_partitioner(options.partitioner));
 
-  PSFLOW_ASSIGN_OR_RETURN(std::unique_ptr<ParameterServerStrategy> strategy,
-                          ParameterServerStrategy::create(
-                              SimpleClusterResolver(spec, "chief", 0), std::move(partitioner)));
-  OptimizerConfig optimizer_config;
-  PSFLOW_ASSIGN_OR_RETURN(optimizer_config.kind, optimizer_kind_from_name(options.optimizer));
-  std::vector<ShardedVariable> vars;
-  std::optional<Optimizer> optimizer;
-  {
-    StrategyScope scope = strategy->scope();
-    PSFLOW_ASSIGN_OR_RETURN(vars, create_mlp_variables(model, options.seed));
-    PSFLOW_ASSIGN_OR_RETURN(Optimizer created,
-                            Optimizer::create(optimizer_config, options.learning_rate));
-    optimizer.emplace(std::move(created));
-  }
-  PSFLOW_ASSIGN_OR_RETURN(std::unique_ptr<ClusterCoordinator> coordinator,
-                          ClusterCoordinator::create(*strategy));
+  PSFLOW_ASSIGN_OR_RETURN(
+      PsTraining training,
+      start_ps_training(spec, options, std::move(partitioner),
+                        [&] { return create_mlp_variables(model, options.seed); }));
+  const std::vector<ShardedVariable>& vars = training.variables;
+  ClusterCoordinator* coordinator = training.coordinator.get();
+  const int64_t steps_per_epoch = data.train_labels.dim(0) / options.batch_size;
 
   TrainStepConfig step_config;
   step_config.run_id = absl::StrCat(options.seed, "-", absl::ToUnixNanos(start));
   step_config.model = model;
-  for (const ShardedVariable& v : vars) step_config.variables.push_back(v.handle());
-  step_config.optimizer = optimizer_config;
-  step_config.learning_rate = options.learning_rate;
-  if (options.lr_schedule == "cosine") {
-    step_config.decay_steps = (data.train_labels.dim(0) / options.batch_size) * options.epochs;
-    step_config.decay_alpha = 0.1;
-  }
-  step_config.iterations = optimizer->iterations().handle();
+  training.fill(step_config, options, steps_per_epoch);
   PSFLOW_ASSIGN_OR_RETURN(
       PerWorkerDataset train_data,
       coordinator->create_per_worker_dataset(
@@ -285,10 +270,8 @@ absl::StatusOr<TrainSummary> train_classifier(const ClusterSpec& spec, const Tra
                                           {"batch_size", options.batch_size},
                                           {"seed", static_cast<int64_t>(options.seed)}})));
   step_config.iterator = train_data.iter().handle();
-  step_config.steps = options.steps_per_execution;
   const RemoteStructure args(step_config.to_structure());
 
-  const int64_t steps_per_epoch = data.train_labels.dim(0) / options.batch_size;
   const int64_t closures_per_epoch =
       (steps_per_epoch + options.steps_per_execution - 1) / options.steps_per_execution;
 
@@ -309,7 +292,8 @@ absl::StatusOr<TrainSummary> train_classifier(const ClusterSpec& spec, const Tra
     named.emplace(absl::StrCat("dense_", i / 2, i % 2 == 0 ? "/kernel" : "/bias"), vars[i]);
   }
   PSFLOW_ASSIGN_OR_RETURN(
-      EpochLoop loop, EpochLoop::create(spec, options, std::move(named), *optimizer, steps_per_epoch));
+      EpochLoop loop, EpochLoop::create(spec, options, std::move(named), *training.optimizer,
+                                            steps_per_epoch));
   EpochHooks hooks;
   hooks.run_epoch = [&](int epoch, int64_t* completed) -> absl::Status {
     const absl::Time epoch_start = absl::Now();
@@ -337,7 +321,7 @@ absl::StatusOr<TrainSummary> train_classifier(const ClusterSpec& spec, const Tra
                             evaluate(model, params, data.test_images, data.test_labels));
     PSFLOW_RETURN_IF_ERROR(reporter.report(options.epochs, TrainStepResult{}, 0.0, test));
   }
-  PSFLOW_ASSIGN_OR_RETURN(Tensor iterations, optimizer->iterations().read_value());
+  PSFLOW_ASSIGN_OR_RETURN(Tensor iterations, training.optimizer->iterations().read_value());
   reporter.set_optimizer_iterations(iterations.scalar_value<int64_t>());
   return reporter.finish();
 }

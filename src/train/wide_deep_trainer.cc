@@ -18,6 +18,7 @@
 #include "psflow/optimizer.h"
 #include "psflow/strategy.h"
 #include "train/epoch_loop.h"
+#include "train/ps_training.h"
 #include "train/event_writer.h"
 #include "train/epoch_closures.h"
 #include "train/progress.h"
@@ -255,35 +256,18 @@ absl::StatusOr<WideDeepSummary> train_wide_deep_model(const ClusterSpec& spec,
   const int num_ps = spec.num_tasks(kPsJob);
   PSFLOW_ASSIGN_OR_RETURN(Partitioner partitioner,
                           wide_deep_partitioner(options.partitioner, num_ps));
-  PSFLOW_ASSIGN_OR_RETURN(std::unique_ptr<ParameterServerStrategy> strategy,
-                          ParameterServerStrategy::create(
-                              SimpleClusterResolver(spec, "chief", 0), std::move(partitioner)));
-  OptimizerConfig optimizer_config;
-  PSFLOW_ASSIGN_OR_RETURN(optimizer_config.kind, optimizer_kind_from_name(options.optimizer));
-  std::vector<ShardedVariable> vars;
-  std::optional<Optimizer> optimizer;
-  {
-    StrategyScope scope = strategy->scope();
-    PSFLOW_ASSIGN_OR_RETURN(vars, create_wide_deep_variables(model, options.seed));
-    PSFLOW_ASSIGN_OR_RETURN(Optimizer created,
-                            Optimizer::create(optimizer_config, options.learning_rate));
-    optimizer.emplace(std::move(created));
-  }
-  PSFLOW_ASSIGN_OR_RETURN(std::unique_ptr<ClusterCoordinator> coordinator,
-                          ClusterCoordinator::create(*strategy));
+  PSFLOW_ASSIGN_OR_RETURN(
+      PsTraining training,
+      start_ps_training(spec, options, std::move(partitioner),
+                        [&] { return create_wide_deep_variables(model, options.seed); }));
+  const std::vector<ShardedVariable>& vars = training.variables;
+  ClusterCoordinator* coordinator = training.coordinator.get();
 
   const int64_t steps_per_epoch = data->train.size() / options.batch_size;
   WideDeepStepConfig step_config;
   step_config.run_id = absl::StrCat("wide_deep-", options.seed, "-", absl::ToUnixNanos(start));
   step_config.model = model;
-  for (const ShardedVariable& v : vars) step_config.variables.push_back(v.handle());
-  step_config.optimizer = optimizer_config;
-  step_config.learning_rate = options.learning_rate;
-  if (options.lr_schedule == "cosine") {
-    step_config.decay_steps = steps_per_epoch * options.epochs;
-    step_config.decay_alpha = 0.1;
-  }
-  step_config.iterations = optimizer->iterations().handle();
+  training.fill(step_config, options, steps_per_epoch);
   PSFLOW_ASSIGN_OR_RETURN(
       PerWorkerDataset train_data,
       coordinator->create_per_worker_dataset(
@@ -291,7 +275,6 @@ absl::StatusOr<WideDeepSummary> train_wide_deep_model(const ClusterSpec& spec,
                                              {"batch_size", options.batch_size},
                                              {"seed", static_cast<int64_t>(options.seed)}})));
   step_config.iterator = train_data.iter().handle();
-  step_config.steps = options.steps_per_execution;
   const RemoteStructure args(step_config.to_structure());
   const int64_t closures_per_epoch =
       (steps_per_epoch + options.steps_per_execution - 1) / options.steps_per_execution;
@@ -308,7 +291,8 @@ absl::StatusOr<WideDeepSummary> train_wide_deep_model(const ClusterSpec& spec,
   const std::vector<std::string> names = model.parameter_names();
   for (size_t i = 0; i < vars.size(); ++i) named.emplace(names[i], vars[i]);
   PSFLOW_ASSIGN_OR_RETURN(
-      EpochLoop loop, EpochLoop::create(spec, options, std::move(named), *optimizer, steps_per_epoch));
+      EpochLoop loop, EpochLoop::create(spec, options, std::move(named), *training.optimizer,
+                                            steps_per_epoch));
   EpochHooks hooks;
   hooks.run_epoch = [&](int epoch, int64_t* completed) -> absl::Status {
     const absl::Time epoch_start = absl::Now();
@@ -333,7 +317,7 @@ absl::StatusOr<WideDeepSummary> train_wide_deep_model(const ClusterSpec& spec,
     const WideDeepStepResult no_steps;
     PSFLOW_RETURN_IF_ERROR(reporter.report(options.epochs, no_steps, 0.0, test));
   }
-  PSFLOW_ASSIGN_OR_RETURN(Tensor iterations, optimizer->iterations().read_value());
+  PSFLOW_ASSIGN_OR_RETURN(Tensor iterations, training.optimizer->iterations().read_value());
   reporter.set_optimizer_iterations(iterations.scalar_value<int64_t>());
   return reporter.finish();
 }
