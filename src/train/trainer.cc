@@ -28,6 +28,7 @@
 #include "train/progress.h"
 #include "train/epoch_loop.h"
 #include "train/ps_training.h"
+#include "train/run_reporter.h"
 #include "train/run_files.h"
 #include "train/train_step.h"
 
@@ -77,97 +78,34 @@ absl::StatusOr<ClassifierEvaluation> evaluate(const MlpSpec& spec, const std::ve
 }
 
 
-// Per-epoch output shared by both strategies: the epoch line, TensorBoard
-// scalars, and summary.json at the end.
+// The report of one classifier epoch.
+EpochReport classifier_epoch(int epoch, const TrainStepResult& totals, double seconds,
+                             const ClassifierEvaluation& test) {
+  EpochReport r;
+  r.epoch = epoch;
+  r.steps = totals.steps;
+  r.examples = totals.examples;
+  r.seconds = seconds;
+  const double examples = static_cast<double>(totals.examples);
+  r.train_loss = totals.examples > 0 ? totals.loss_sum / examples : 0;
+  r.train_accuracy = totals.examples > 0 ? static_cast<double>(totals.correct) / examples : 0;
+  r.test_loss = test.loss;
+  r.test_accuracy = test.accuracy;
+  return r;
+}
+
+// A classifier run's reporter: summary.json as summary_json renders it.
 // Thread-safety: use from one thread.
-class EpochReporter {
+class EpochReporter : public RunReporter {
  public:
-  EpochReporter(const TrainOptions& options, absl::Time start, TrainSummary summary)
-      : options_(options), start_(start), summary_(std::move(summary)) {
-    summary_.epochs = options.epochs;
+  using RunReporter::RunReporter;
+  [[nodiscard]] absl::Status report(int epoch, const TrainStepResult& totals, double seconds,
+                                    const ClassifierEvaluation& test) {
+    return RunReporter::report(classifier_epoch(epoch, totals, seconds, test));
   }
-
-  absl::Status open() {
-    if (options_.run_dir.empty()) return absl::OkStatus();
-    PSFLOW_ASSIGN_OR_RETURN(EventWriter writer, EventWriter::create(options_.run_dir));
-    events_.emplace(std::move(writer));
-    return absl::OkStatus();
+  [[nodiscard]] absl::StatusOr<TrainSummary> finish(const TrainOptions& options) {
+    return RunReporter::finish([&](const TrainSummary& s) { return summary_json(s, options); });
   }
-
-  absl::Status report(int epoch, const TrainStepResult& totals, double seconds,
-                      const ClassifierEvaluation& test) {
-    EpochMetrics m;
-    m.epoch = epoch;
-    m.steps = totals.steps;
-    m.seconds = seconds;
-    const double examples = static_cast<double>(totals.examples);
-    m.train_loss = totals.examples > 0 ? totals.loss_sum / examples : 0;
-    m.train_accuracy = totals.examples > 0 ? static_cast<double>(totals.correct) / examples : 0;
-    m.test_loss = test.loss;
-    m.test_accuracy = test.accuracy;
-    summary_.history.push_back(m);
-    summary_.steps += totals.steps;
-    train_seconds_ += seconds;
-    train_examples_ += totals.examples;
-    const double rate = seconds > 0 ? examples / seconds : 0.0;
-    if (events_.has_value()) {
-      for (const auto& [tag, value] : std::vector<std::pair<const char*, double>>{
-               {"train/loss", m.train_loss},
-               {"train/accuracy", m.train_accuracy},
-               {"test/loss", m.test_loss},
-               {"test/accuracy", m.test_accuracy},
-               {"train/examples_per_sec", rate}}) {
-        PSFLOW_RETURN_IF_ERROR(events_->add_scalar(tag, value, summary_.steps));
-      }
-    }
-    if (options_.out != nullptr) {
-      std::fprintf(options_.out,
-                   "epoch %d/%d: train loss %.4f accuracy %.4f | test loss %.4f accuracy %.4f | "
-                   "%lld steps in %.1f s (%.0f examples/s)\n",
-                   epoch, options_.epochs, m.train_loss, m.train_accuracy, m.test_loss,
-                   m.test_accuracy, static_cast<long long>(m.steps), seconds, rate);
-      std::fflush(options_.out);
-    }
-    return absl::OkStatus();
-  }
-
-  bool empty() const { return summary_.history.empty(); }
-
-  // A ps recovery restored the model as it was before `epoch`: the epochs
-  // from there on are forgotten (they are trained again), and the recovery
-  // and its `rolled_back` completed steps are counted.
-  void roll_back_to(int epoch, int64_t rolled_back) {
-    while (!summary_.history.empty() && summary_.history.back().epoch >= epoch) {
-      summary_.steps -= summary_.history.back().steps;
-      summary_.history.pop_back();
-    }
-    ++summary_.ps_recoveries;
-    summary_.rolled_back_steps += rolled_back;
-  }
-  void set_optimizer_iterations(int64_t n) { summary_.optimizer_iterations = n; }
-
-  // Completes the summary and writes summary.json (atomically: a reader
-  // never sees half a file).
-  absl::StatusOr<TrainSummary> finish() {
-    summary_.test_accuracy = summary_.history.back().test_accuracy;
-    summary_.test_loss = summary_.history.back().test_loss;
-    summary_.wall_seconds = absl::ToDoubleSeconds(absl::Now() - start_);
-    summary_.examples_per_sec =
-        train_seconds_ > 0 ? static_cast<double>(train_examples_) / train_seconds_ : 0.0;
-    if (!options_.run_dir.empty()) {
-      PSFLOW_RETURN_IF_ERROR(
-          write_run_file(options_.run_dir, "summary.json", summary_json(summary_, options_)));
-    }
-    return summary_;
-  }
-
- private:
-  const TrainOptions& options_;
-  const absl::Time start_;
-  TrainSummary summary_;
-  std::optional<EventWriter> events_;
-  double train_seconds_ = 0.0;
-  int64_t train_examples_ = 0;
 };
 
 }  // namespace
@@ -323,7 +261,7 @@ absl::StatusOr<TrainSummary> train_classifier(const ClusterSpec& spec, const Tra
   }
   PSFLOW_ASSIGN_OR_RETURN(Tensor iterations, training.optimizer->iterations().read_value());
   reporter.set_optimizer_iterations(iterations.scalar_value<int64_t>());
-  return reporter.finish();
+  return reporter.finish(options);
 }
 
 absl::StatusOr<TrainSummary> train_classifier_mirrored(const TrainOptions& options) {
@@ -427,7 +365,7 @@ absl::StatusOr<TrainSummary> train_classifier_mirrored(const TrainOptions& optio
                             evaluate(model, params[0], data.test_images, data.test_labels));
     PSFLOW_RETURN_IF_ERROR(reporter.report(epoch, totals, seconds, test));
   }
-  return reporter.finish();
+  return reporter.finish(options);
 }
 
 std::string summary_json(const TrainSummary& s, const TrainOptions& o) {

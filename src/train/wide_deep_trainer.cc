@@ -19,6 +19,7 @@
 #include "psflow/strategy.h"
 #include "train/epoch_loop.h"
 #include "train/ps_training.h"
+#include "train/run_reporter.h"
 #include "train/event_writer.h"
 #include "train/epoch_closures.h"
 #include "train/progress.h"
@@ -77,104 +78,67 @@ std::vector<std::string> devices(const ShardedVariable& v) {
   return out;
 }
 
-// Per-epoch output: the epoch line, TensorBoard scalars, and the summary.
+// Per-epoch output (RunReporter's, with train and test AUC) and the
+// summary with its AUC history.
 // Thread-safety: use from one thread.
 class Reporter {
  public:
   Reporter(const TrainOptions& options, const WideDeepOptions& extra, absl::Time start,
            WideDeepSummary summary)
-      : options_(options), extra_(extra), start_(start), summary_(std::move(summary)) {
-    summary_.summary.epochs = options.epochs;
-  }
+      : options_(options),
+        extra_(extra),
+        run_(options, start, std::move(summary.summary)),
+        summary_(std::move(summary)) {}
 
-  absl::Status open() {
-    if (options_.run_dir.empty()) return absl::OkStatus();
-    PSFLOW_ASSIGN_OR_RETURN(EventWriter writer, EventWriter::create(options_.run_dir));
-    events_.emplace(std::move(writer));
-    return absl::OkStatus();
-  }
+  absl::Status open() { return run_.open(); }
 
   absl::Status report(int epoch, const WideDeepStepResult& totals, double seconds,
                       const WideDeepEval& test) {
-    EpochMetrics m;
-    m.epoch = epoch;
-    m.steps = totals.steps;
-    m.seconds = seconds;
-    const double examples = static_cast<double>(totals.examples);
-    m.train_loss = totals.examples > 0 ? totals.loss_sum / examples : 0.0;
-    m.train_accuracy = totals.accuracy.result();
-    m.test_loss = test.loss;
-    m.test_accuracy = test.accuracy;
+    EpochReport r;
+    r.epoch = epoch;
+    r.steps = totals.steps;
+    r.examples = totals.examples;
+    r.seconds = seconds;
+    r.train_loss =
+        totals.examples > 0 ? totals.loss_sum / static_cast<double>(totals.examples) : 0.0;
+    r.train_accuracy = totals.accuracy.result();
+    r.test_loss = test.loss;
+    r.test_accuracy = test.accuracy;
     const WideDeepEpochAuc auc{totals.auc.result(), test.auc};
-    summary_.summary.history.push_back(m);
+    r.extra.push_back({"auc", auc.train_auc, auc.test_auc});
+    PSFLOW_RETURN_IF_ERROR(run_.report(r));
     summary_.auc_history.push_back(auc);
-    summary_.summary.steps += totals.steps;
-    train_seconds_ += seconds;
-    train_examples_ += totals.examples;
-    const double rate = seconds > 0 ? examples / seconds : 0.0;
-    if (events_.has_value()) {
-      for (const auto& [tag, value] : std::vector<std::pair<const char*, double>>{
-               {"train/loss", m.train_loss},
-               {"train/accuracy", m.train_accuracy},
-               {"train/auc", auc.train_auc},
-               {"test/loss", m.test_loss},
-               {"test/accuracy", m.test_accuracy},
-               {"test/auc", auc.test_auc},
-               {"train/examples_per_sec", rate}}) {
-        PSFLOW_RETURN_IF_ERROR(events_->add_scalar(tag, value, summary_.summary.steps));
-      }
-    }
-    if (options_.out != nullptr) {
-      std::fprintf(options_.out,
-                   "epoch %d/%d: train loss %.4f auc %.4f accuracy %.4f | test loss %.4f auc "
-                   "%.4f accuracy %.4f | %lld steps in %.1f s (%.0f examples/s)\n",
-                   epoch, options_.epochs, m.train_loss, auc.train_auc, m.train_accuracy,
-                   m.test_loss, auc.test_auc, m.test_accuracy, static_cast<long long>(m.steps),
-                   seconds, rate);
-      std::fflush(options_.out);
-    }
     return absl::OkStatus();
   }
 
-  bool empty() const { return summary_.summary.history.empty(); }
+  bool empty() const { return run_.empty(); }
 
-  // See EpochHooks::roll_back_to.
+  // See RunReporter::roll_back_to; the AUC history follows the epochs.
   void roll_back_to(int epoch, int64_t rolled_back) {
-    TrainSummary& s = summary_.summary;
-    while (!s.history.empty() && s.history.back().epoch >= epoch) {
-      s.steps -= s.history.back().steps;
-      s.history.pop_back();
-      summary_.auc_history.pop_back();
-    }
-    ++s.ps_recoveries;
-    s.rolled_back_steps += rolled_back;
+    run_.roll_back_to(epoch, rolled_back);
+    summary_.auc_history.resize(run_.summary().history.size());
   }
-  void set_optimizer_iterations(int64_t n) { summary_.summary.optimizer_iterations = n; }
+  void set_optimizer_iterations(int64_t n) { run_.set_optimizer_iterations(n); }
 
   absl::StatusOr<WideDeepSummary> finish() {
-    TrainSummary& s = summary_.summary;
-    s.test_accuracy = s.history.back().test_accuracy;
-    s.test_loss = s.history.back().test_loss;
-    summary_.test_auc = summary_.auc_history.back().test_auc;
-    s.wall_seconds = absl::ToDoubleSeconds(absl::Now() - start_);
-    s.examples_per_sec =
-        train_seconds_ > 0 ? static_cast<double>(train_examples_) / train_seconds_ : 0.0;
-    if (!options_.run_dir.empty()) {
-      PSFLOW_RETURN_IF_ERROR(
-          write_run_file(options_.run_dir, "summary.json",
-                         wide_deep_summary_json(summary_, options_, extra_)));
+    if (summary_.auc_history.empty()) {
+      return absl::InternalError("a wide_deep run finished without reporting an epoch");
     }
+    summary_.test_auc = summary_.auc_history.back().test_auc;
+    PSFLOW_ASSIGN_OR_RETURN(summary_.summary, run_.finish([&](const TrainSummary& s) {
+      WideDeepSummary full = summary_;
+      full.summary = s;
+      return wide_deep_summary_json(full, options_, extra_);
+    }));
     return summary_;
   }
 
  private:
   const TrainOptions& options_;
   const WideDeepOptions& extra_;
-  const absl::Time start_;
+  RunReporter run_;
+  // Everything but `summary`, which run_ keeps until finish().
   WideDeepSummary summary_;
-  std::optional<EventWriter> events_;
-  double train_seconds_ = 0.0;
-  int64_t train_examples_ = 0;
 };
 
 }  // namespace
