@@ -1,5 +1,7 @@
 #include "train/step_config.h"
 
+#include <algorithm>
+#include <cmath>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -127,5 +129,41 @@ absl::StatusOr<StepConfig<Spec>> StepConfig<Spec>::from_structure(const Structur
 
 template struct StepConfig<MlpSpec>;
 template struct StepConfig<WideDeepSpec>;
+
+double cosine_decay(double learning_rate, int64_t decay_steps, double alpha, int64_t step) {
+  if (decay_steps <= 0) return learning_rate;
+  const double t = static_cast<double>(std::clamp<int64_t>(step, 0, decay_steps)) /
+                   static_cast<double>(decay_steps);
+  constexpr double kPi = 3.14159265358979323846;
+  return learning_rate * ((1.0 - alpha) * 0.5 * (1.0 + std::cos(kPi * t)) + alpha);
+}
+
+absl::StatusOr<StepState> resolve_step_state(const std::vector<VariableHandle>& variables,
+                                             const VariableHandle& iterations,
+                                             const OptimizerConfig& optimizer,
+                                             double learning_rate, int64_t decay_steps,
+                                             double decay_alpha,
+                                             const VariableClientLookup& lookup) {
+  StepState state;
+  for (const VariableHandle& handle : variables) {
+    PSFLOW_ASSIGN_OR_RETURN(ShardedVariable v, ShardedVariable::from_handle(handle, lookup));
+    state.variables.push_back(std::move(v));
+  }
+  PSFLOW_ASSIGN_OR_RETURN(ShardedVariable step_counter,
+                          ShardedVariable::from_handle(iterations, lookup));
+  absl::StatusOr<Optimizer> created =
+      decay_steps > 0
+          ? Optimizer::create(optimizer,
+                              LearningRateSchedule([learning_rate, decay_steps,
+                                                    decay_alpha](int64_t step) {
+                                return cosine_decay(learning_rate, decay_steps, decay_alpha,
+                                                    step);
+                              }),
+                              {.iterations = std::move(step_counter)})
+          : Optimizer::create(optimizer, learning_rate, {.iterations = std::move(step_counter)});
+  PSFLOW_ASSIGN_OR_RETURN(Optimizer made, std::move(created));
+  state.optimizer.emplace(std::move(made));
+  return state;
+}
 
 }  // namespace psflow

@@ -4,10 +4,12 @@
 #define PSFLOW_TRAIN_STEP_CONFIG_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "psflow/optimizer.h"
 #include "psflow/optimizer_config.h"
 #include "psflow/structure.h"
 #include "psflow/variable.h"
@@ -19,6 +21,11 @@ namespace psflow {
 // (validated: it crossed the network).
 [[nodiscard]] Structure optimizer_config_to_structure(const OptimizerConfig& config);
 [[nodiscard]] absl::StatusOr<OptimizerConfig> optimizer_config_from_structure(const Structure& s);
+
+// Keras's CosineDecay: lr * ((1 - alpha) * (1 + cos(pi * t)) / 2 + alpha),
+// t = min(step, decay_steps) / decay_steps.
+[[nodiscard]] double cosine_decay(double learning_rate, int64_t decay_steps, double alpha,
+                                  int64_t step);
 
 // Most batches one closure may run (TF's steps_per_execution).
 inline constexpr int64_t kMaxStepsPerClosure = 1 << 20;
@@ -54,6 +61,28 @@ struct StepConfig {
   [[nodiscard]] static absl::StatusOr<StepConfig> from_structure(const Structure& s,
                                                                  const ClosureArgs& args);
 };
+
+// What a worker builds from a closure's StepConfig, whatever the model: the
+// variables and the optimizer (with its learning-rate schedule) reached
+// through the worker's ps clients.
+// Thread-safety: as its members (thread-safe handles).
+struct StepState {
+  std::vector<ShardedVariable> variables;  // in the config's order
+  std::optional<Optimizer> optimizer;      // always set
+};
+
+[[nodiscard]] absl::StatusOr<StepState> resolve_step_state(
+    const std::vector<VariableHandle>& variables, const VariableHandle& iterations,
+    const OptimizerConfig& optimizer, double learning_rate, int64_t decay_steps,
+    double decay_alpha, const VariableClientLookup& lookup);
+
+template <typename Spec>
+[[nodiscard]] absl::StatusOr<StepState> resolve_step_state(const StepConfig<Spec>& config,
+                                                           const VariableClientLookup& lookup) {
+  return resolve_step_state(config.variables, config.iterations, config.optimizer,
+                            config.learning_rate, config.decay_steps, config.decay_alpha,
+                            lookup);
+}
 
 }  // namespace psflow
 

@@ -53,38 +53,14 @@ absl::StatusOr<WorkerTrainState*> state_for(WorkerContext& ctx, const TrainStepC
     return absl::FailedPreconditionError(
         "the training closure needs parameter servers; this worker has none");
   }
-  for (const VariableHandle& handle : config.variables) {
-    PSFLOW_ASSIGN_OR_RETURN(ShardedVariable v, ShardedVariable::from_handle(handle, *lookup));
-    state.variables.push_back(std::move(v));
-  }
-  PSFLOW_ASSIGN_OR_RETURN(ShardedVariable iterations,
-                          ShardedVariable::from_handle(config.iterations, *lookup));
-  absl::StatusOr<Optimizer> created =
-      config.decay_steps > 0
-          ? Optimizer::create(config.optimizer,
-                              LearningRateSchedule([lr = config.learning_rate,
-                                                    steps = config.decay_steps,
-                                                    alpha = config.decay_alpha](int64_t step) {
-                                return cosine_decay(lr, steps, alpha, step);
-                              }),
-                              {.iterations = std::move(iterations)})
-          : Optimizer::create(config.optimizer, config.learning_rate,
-                              {.iterations = std::move(iterations)});
-  PSFLOW_ASSIGN_OR_RETURN(Optimizer optimizer, std::move(created));
-  state.optimizer.emplace(std::move(optimizer));
+  PSFLOW_ASSIGN_OR_RETURN(StepState resolved, resolve_step_state(config, *lookup));
+  state.variables = std::move(resolved.variables);
+  state.optimizer = std::move(resolved.optimizer);
   state.run_id = config.run_id;
   return &state;
 }
 
 }  // namespace
-
-double cosine_decay(double learning_rate, int64_t decay_steps, double alpha, int64_t step) {
-  if (decay_steps <= 0) return learning_rate;
-  const double t = static_cast<double>(std::clamp<int64_t>(step, 0, decay_steps)) /
-                   static_cast<double>(decay_steps);
-  constexpr double kPi = 3.14159265358979323846;
-  return learning_rate * ((1.0 - alpha) * 0.5 * (1.0 + std::cos(kPi * t)) + alpha);
-}
 
 absl::StatusOr<Dataset> make_train_dataset(const DatasetContext& ctx, const Structure& args) {
   PSFLOW_ASSIGN_OR_RETURN(const Structure* dir, kArgs.field(args, "data_dir", Structure::Kind::kString));

@@ -49,11 +49,6 @@ struct TrainStepResult {
   void add(const TrainStepResult& other);
 };
 
-// Keras's CosineDecay: lr * ((1 - alpha) * (1 + cos(pi * t)) / 2 + alpha),
-// t = min(step, decay_steps) / decay_steps.
-[[nodiscard]] double cosine_decay(double learning_rate, int64_t decay_steps, double alpha,
-                                  int64_t step);
-
 // Runs config.steps steps on ctx's worker: next batch of the worker's
 // copy of the training dataset -> read the parameters (one
 // batched request per ps) -> forward/backward -> apply the gradients on

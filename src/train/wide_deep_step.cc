@@ -47,25 +47,9 @@ absl::StatusOr<std::shared_ptr<const WorkerModel>> model_for(WorkerContext& ctx,
         "the wide_deep training closure needs parameter servers; this worker has none");
   }
   auto model = std::make_shared<WorkerModel>();
-  for (const VariableHandle& handle : config.variables) {
-    PSFLOW_ASSIGN_OR_RETURN(ShardedVariable v, ShardedVariable::from_handle(handle, *lookup));
-    model->variables.push_back(std::move(v));
-  }
-  PSFLOW_ASSIGN_OR_RETURN(ShardedVariable iterations,
-                          ShardedVariable::from_handle(config.iterations, *lookup));
-  absl::StatusOr<Optimizer> created =
-      config.decay_steps > 0
-          ? Optimizer::create(config.optimizer,
-                              LearningRateSchedule([lr = config.learning_rate,
-                                                    steps = config.decay_steps,
-                                                    alpha = config.decay_alpha](int64_t step) {
-                                return cosine_decay(lr, steps, alpha, step);
-                              }),
-                              {.iterations = std::move(iterations)})
-          : Optimizer::create(config.optimizer, config.learning_rate,
-                              {.iterations = std::move(iterations)});
-  PSFLOW_ASSIGN_OR_RETURN(Optimizer optimizer, std::move(created));
-  model->optimizer.emplace(std::move(optimizer));
+  PSFLOW_ASSIGN_OR_RETURN(StepState resolved, resolve_step_state(config, *lookup));
+  model->variables = std::move(resolved.variables);
+  model->optimizer = std::move(resolved.optimizer);
   state.model = std::move(model);
   state.run_id = config.run_id;
   return state.model;
