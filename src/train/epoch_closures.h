@@ -11,9 +11,12 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "base/status_macros.h"
 #include "psflow/cluster_coordinator.h"
 #include "train/progress.h"
+#include "train/trainer.h"
 
 namespace psflow {
 
@@ -54,6 +57,30 @@ template <typename Result>
   PSFLOW_RETURN_IF_ERROR(coordinator.join());
   progress.finish();
   return totals;
+}
+
+// One epoch's results and wall time.
+template <typename Result>
+struct TimedEpoch {
+  Result totals;
+  double seconds = 0.0;
+};
+
+// Epoch `epoch` of a run: `closures` closures of `function` with a progress
+// bar ("epoch 3/5 [=====>   ] ...", on options.out) and the epoch's wall
+// time; `completed_steps` as for run_epoch_closures.
+template <typename Result>
+[[nodiscard]] absl::StatusOr<TimedEpoch<Result>> run_training_epoch(
+    ClusterCoordinator& coordinator, std::string_view function, const RemoteStructure& args,
+    int64_t closures, const TrainOptions& options, int epoch, int64_t* completed_steps) {
+  const absl::Time start = absl::Now();
+  ProgressBar progress(options.out, options.interactive_progress,
+                       absl::StrCat("epoch ", epoch, "/", options.epochs),
+                       closures * options.steps_per_execution);
+  PSFLOW_ASSIGN_OR_RETURN(Result totals, run_epoch_closures<Result>(coordinator, function, args,
+                                                                    closures, progress,
+                                                                    completed_steps));
+  return TimedEpoch<Result>{std::move(totals), absl::ToDoubleSeconds(absl::Now() - start)};
 }
 
 }  // namespace psflow

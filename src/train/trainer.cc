@@ -234,19 +234,14 @@ absl::StatusOr<TrainSummary> train_classifier(const ClusterSpec& spec, const Tra
                                             steps_per_epoch));
   EpochHooks hooks;
   hooks.run_epoch = [&](int epoch, int64_t* completed) -> absl::Status {
-    const absl::Time epoch_start = absl::Now();
-    ProgressBar progress(options.out, options.interactive_progress,
-                         absl::StrCat("epoch ", epoch, "/", options.epochs),
-                         closures_per_epoch * options.steps_per_execution);
     PSFLOW_ASSIGN_OR_RETURN(
-        TrainStepResult totals,
-        run_epoch_closures<TrainStepResult>(*coordinator, kTrainStepFunction, args,
-                                            closures_per_epoch, progress, completed));
-    const double seconds = absl::ToDoubleSeconds(absl::Now() - epoch_start);
+        TimedEpoch<TrainStepResult> run,
+        run_training_epoch<TrainStepResult>(*coordinator, kTrainStepFunction, args,
+                                            closures_per_epoch, options, epoch, completed));
     PSFLOW_ASSIGN_OR_RETURN(std::vector<Tensor> params, read_values(vars));
     PSFLOW_ASSIGN_OR_RETURN(ClassifierEvaluation test,
                             evaluate(model, params, data.test_images, data.test_labels));
-    return reporter.report(epoch, totals, seconds, test);
+    return reporter.report(epoch, run.totals, run.seconds, test);
   };
   hooks.roll_back_to = [&](int epoch, int64_t rolled_back) {
     reporter.roll_back_to(epoch, rolled_back);

@@ -259,17 +259,12 @@ absl::StatusOr<WideDeepSummary> train_wide_deep_model(const ClusterSpec& spec,
                                             steps_per_epoch));
   EpochHooks hooks;
   hooks.run_epoch = [&](int epoch, int64_t* completed) -> absl::Status {
-    const absl::Time epoch_start = absl::Now();
-    ProgressBar progress(options.out, options.interactive_progress,
-                         absl::StrCat("epoch ", epoch, "/", options.epochs),
-                         closures_per_epoch * options.steps_per_execution);
     PSFLOW_ASSIGN_OR_RETURN(
-        WideDeepStepResult totals,
-        run_epoch_closures<WideDeepStepResult>(*coordinator, kWideDeepStepFunction, args,
-                                               closures_per_epoch, progress, completed));
-    const double seconds = absl::ToDoubleSeconds(absl::Now() - epoch_start);
+        TimedEpoch<WideDeepStepResult> run,
+        run_training_epoch<WideDeepStepResult>(*coordinator, kWideDeepStepFunction, args,
+                                               closures_per_epoch, options, epoch, completed));
     PSFLOW_ASSIGN_OR_RETURN(WideDeepEval test, evaluate(model, vars, data->test));
-    return reporter.report(epoch, totals, seconds, test);
+    return reporter.report(epoch, run.totals, run.seconds, test);
   };
   hooks.roll_back_to = [&](int epoch, int64_t rolled_back) {
     reporter.roll_back_to(epoch, rolled_back);
