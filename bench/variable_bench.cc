@@ -138,11 +138,14 @@ class PsCost {
  public:
   PsCost() : cpu_(process_cpu_seconds(ps().pid)), switches_(process_context_switches(ps().pid)) {}
 
-  void report(benchmark::State& state, double ops) const {
-    if (ops <= 0) return;
-    state.counters["ps_cpu_us_per_op"] = (process_cpu_seconds(ps().pid) - cpu_) * 1e6 / ops;
+  // Sets the counters and returns the ps CPU seconds used since construction.
+  double report(benchmark::State& state, double ops) const {
+    const double cpu = process_cpu_seconds(ps().pid) - cpu_;
+    if (ops <= 0) return cpu;
+    state.counters["ps_cpu_us_per_op"] = cpu * 1e6 / ops;
     state.counters["ps_switches_per_op"] =
         (process_context_switches(ps().pid) - switches_) / ops;
+    return cpu;
   }
 
  private:
@@ -436,18 +439,35 @@ Tensor random_ids(uint32_t seed) {
 
 std::string table_name(int64_t dim) { return absl::StrCat("table_", dim); }
 
-void create_table(benchmark::State& state, int64_t dim) {
+// A [kTableRows, dim] float32 table of 0.5.
+Tensor table_value(int64_t dim) {
   Tensor table(DType::kFloat32, {kTableRows, dim});
   table.mutable_vec<float>().setConstant(0.5f);
-  create_variable(state, table_name(dim), table);
+  return table;
 }
+
+void create_table(benchmark::State& state, int64_t dim) {
+  create_variable(state, table_name(dim), table_value(dim));
+}
+
+// What a sparse Adagrad request carries: 8 sets of random ids (seeds
+// 100-107) and one gradient of 0.01s.
+struct SparseAdagradInputs {
+  explicit SparseAdagradInputs(int64_t dim) : grads(DType::kFloat32, {kIdsPerRequest, dim}) {
+    for (uint32_t i = 0; i < 8; ++i) ids.push_back(random_ids(100 + i));
+    grads.mutable_vec<float>().setConstant(0.01f);
+    adagrad.kind = OptimizerConfig::Kind::kAdagrad;
+  }
+  std::vector<Tensor> ids;
+  Tensor grads;
+  OptimizerConfig adagrad;
+};
 
 // Keeps `in_flight` requests outstanding per iteration (made by `make`) and
 // reports rows/s and rows per ps CPU second.
 template <typename MakeRequest>
 void run_rows(benchmark::State& state, MakeRequest make) {
   const int in_flight = static_cast<int>(state.range(1));
-  const double cpu_before = process_cpu_seconds(ps().pid);
   const PsCost cost;
   std::atomic<bool> failed{false};
   std::string error;
@@ -474,11 +494,10 @@ void run_rows(benchmark::State& state, MakeRequest make) {
       break;
     }
   }
-  const double cpu = process_cpu_seconds(ps().pid) - cpu_before;
+  const double cpu = cost.report(state, static_cast<double>(state.iterations()) * in_flight);
   const double rows = static_cast<double>(state.iterations()) * in_flight * kIdsPerRequest;
   state.SetItemsProcessed(static_cast<int64_t>(rows));
   if (cpu > 0) state.counters["rows_per_ps_cpu_s"] = rows / cpu;
-  cost.report(state, static_cast<double>(state.iterations()) * in_flight);
 }
 
 void BM_Gather(benchmark::State& state) {
@@ -497,17 +516,12 @@ void BM_Gather(benchmark::State& state) {
 void BM_SparseAdagrad(benchmark::State& state) {
   const int64_t dim = state.range(0);
   create_table(state, dim);
-  std::vector<Tensor> ids;
-  for (uint32_t i = 0; i < 8; ++i) ids.push_back(random_ids(100 + i));
-  Tensor grads(DType::kFloat32, {kIdsPerRequest, dim});
-  grads.mutable_vec<float>().setConstant(0.01f);
-  OptimizerConfig adagrad;
-  adagrad.kind = OptimizerConfig::Kind::kAdagrad;
+  const SparseAdagradInputs in(dim);
   run_rows(state, [&](int i) {
     ExecuteBatch batch;
-    batch.optimizers.push_back(adagrad);
+    batch.optimizers.push_back(in.adagrad);
     VariableOpArgs op =
-        make_op(Op::APPLY_SPARSE, table_name(dim), grads, ids[static_cast<size_t>(i)]);
+        make_op(Op::APPLY_SPARSE, table_name(dim), in.grads, in.ids[static_cast<size_t>(i)]);
     op.learning_rate = 0.01;
     batch.ops.push_back(std::move(op));
     return batch;
@@ -520,15 +534,9 @@ void BM_SparseAdagrad(benchmark::State& state) {
 // this process, on one thread, without RPC: what the ps's per-row cost is
 // made of when the transport is taken away (scattered rows of a table far
 // larger than the caches, so mostly memory latency and bandwidth).
-Tensor kernel_table(int64_t dim) {
-  Tensor table(DType::kFloat32, {kTableRows, dim});
-  table.mutable_vec<float>().setConstant(0.5f);
-  return table;
-}
-
 void BM_GatherKernel(benchmark::State& state) {
   const int64_t dim = state.range(0);
-  VariableShard shard("table", kernel_table(dim));
+  VariableShard shard("table", table_value(dim));
   std::vector<Tensor> ids;
   for (uint32_t i = 0; i < 8; ++i) ids.push_back(random_ids(i));
   size_t i = 0;
@@ -542,16 +550,12 @@ void BM_GatherKernel(benchmark::State& state) {
 
 void BM_SparseAdagradKernel(benchmark::State& state) {
   const int64_t dim = state.range(0);
-  VariableShard shard("table", kernel_table(dim));
-  std::vector<Tensor> ids;
-  for (uint32_t i = 0; i < 8; ++i) ids.push_back(random_ids(100 + i));
-  Tensor grads(DType::kFloat32, {kIdsPerRequest, dim});
-  grads.mutable_vec<float>().setConstant(0.01f);
-  OptimizerConfig adagrad;
-  adagrad.kind = OptimizerConfig::Kind::kAdagrad;
+  VariableShard shard("table", table_value(dim));
+  const SparseAdagradInputs in(dim);
   size_t i = 0;
   for (auto _ : state) {
-    if (!check(state, shard.apply_sparse_gradient(adagrad, 0.01, ids[i++ % ids.size()], grads))) {
+    if (!check(state, shard.apply_sparse_gradient(in.adagrad, 0.01, in.ids[i++ % in.ids.size()],
+                                                  in.grads))) {
       break;
     }
   }

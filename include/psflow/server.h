@@ -36,6 +36,11 @@ struct ServerOptions {
   int64_t result_cache_bytes = int64_t{64} << 20;
 };
 
+// Largest result_cache_entries and result_cache_bytes Server::create
+// accepts: beyond them a typo, not a plan.
+inline constexpr int64_t kMaxResultCacheEntries = 10'000'000;
+inline constexpr int64_t kMaxResultCacheBytes = int64_t{64} << 30;
+
 // A gRPC server playing one task of the cluster: a "ps" task serves the
 // VariableService, a "worker" task the ExecutorService; both serve
 // grpc.health.v1 and GetStatus. As tf.distribute.Server.

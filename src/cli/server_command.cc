@@ -95,15 +95,20 @@ int run_server(const ServerFlags& flags) {
   ServerOptions options;
   options.bind_address = flags.bind;
   options.reuse_port = flags.reuse_port;
-  options.result_cache_entries = flags.result_cache_entries;
-  if (flags.result_cache_entries < 0 || flags.result_cache_entries > 10'000'000) {
+  // Checked here too so that the errors name the flags (and MiB never
+  // overflow when converted); the bounds are Server::create's.
+  if (flags.result_cache_entries < 0 || flags.result_cache_entries > kMaxResultCacheEntries) {
     return usage_error(absl::StrCat("--result-cache-entries ", flags.result_cache_entries,
-                                    " is out of range; use 0 (keep none) to 10000000"));
+                                    " is out of range; use 0 (keep none) to ",
+                                    kMaxResultCacheEntries));
   }
-  if (flags.result_cache_mib < 0 || flags.result_cache_mib > (int64_t{1} << 16)) {
+  constexpr int64_t kMaxResultCacheMib = kMaxResultCacheBytes >> 20;
+  if (flags.result_cache_mib < 0 || flags.result_cache_mib > kMaxResultCacheMib) {
     return usage_error(absl::StrCat("--result-cache-mib ", flags.result_cache_mib,
-                                    " is out of range; use 0 (keep none) to 65536"));
+                                    " is out of range; use 0 (keep none) to ",
+                                    kMaxResultCacheMib));
   }
+  options.result_cache_entries = flags.result_cache_entries;
   options.result_cache_bytes = flags.result_cache_mib << 20;
   absl::StatusOr<std::unique_ptr<Server>> server =
       Server::create(role->spec, role->job, role->index, options);

@@ -46,7 +46,7 @@ WatchdogSnapshot Cluster::watchdog_snapshot() const {
     const WorkerDispatcher::Health health = dispatcher->health();
     WatchdogSnapshot::Worker w;
     w.task_name = dispatcher->task_name();
-    if (!health.answering) w.lost_since = health.lost_since;
+    w.lost_since = health.lost_since;
     w.last_error = health.last_error;
     s.workers.push_back(std::move(w));
   }

@@ -4,11 +4,14 @@
 
 #include <cstdlib>
 #include <memory>
+#include <string>
+#include <string_view>
 #include <typeinfo>
 #include <utility>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "base/status_macros.h"
 #include "psflow/per_worker.h"
@@ -34,39 +37,58 @@ struct WorkerIterator {
   absl::Status build_error;
 };
 
-absl::Status bad_handle(const Structure& handle) {
-  return absl::InvalidArgumentError(absl::StrCat(
-      "Expected a per-worker iterator (PerWorkerDataset::iter().handle()); got ",
-      handle.debug_string().substr(0, 200)));
+// The pieces of a per-worker handle ({marker: id, fn_field: name, "args": ...});
+// they point into the handle.
+struct PerWorkerHandle {
+  const std::string* id;
+  const std::string* fn;
+  const Structure* args;
+};
+
+// Validates `handle` (accepted by `is_handle`, string id under `marker`,
+// string `fn_field`, an "args" field); INVALID_ARGUMENT naming `what` otherwise.
+absl::StatusOr<PerWorkerHandle> parse_per_worker_handle(const Structure& handle,
+                                                        bool (*is_handle)(const Structure&),
+                                                        std::string_view marker,
+                                                        std::string_view fn_field,
+                                                        absl::string_view what) {
+  const auto bad_handle = [&] {
+    return absl::InvalidArgumentError(absl::StrCat("Expected a per-worker ", what, "; got ",
+                                                   handle.debug_string().substr(0, 200)));
+  };
+  if (!is_handle(handle)) return bad_handle();
+  const Structure& id = handle[marker];
+  auto fn_it = handle.fields().find(fn_field);
+  auto args_it = handle.fields().find("args");
+  if (id.kind() != Structure::Kind::kString || fn_it == handle.fields().end() ||
+      fn_it->second.kind() != Structure::Kind::kString || args_it == handle.fields().end()) {
+    return bad_handle();
+  }
+  return PerWorkerHandle{&id.string_value(), &fn_it->second.string_value(), &args_it->second};
 }
 
 }  // namespace
 
 absl::StatusOr<std::optional<Structure>> WorkerContext::get_next(const Structure& handle) const {
-  if (!PerWorkerIterator::is_handle(handle)) return bad_handle(handle);
-  const Structure& id = handle["psflow_per_worker_iterator"];
-  auto fn_it = handle.fields().find("dataset_fn");
-  auto args_it = handle.fields().find("args");
-  if (id.kind() != Structure::Kind::kString || fn_it == handle.fields().end() ||
-      fn_it->second.kind() != Structure::Kind::kString || args_it == handle.fields().end()) {
-    return bad_handle(handle);
-  }
+  PSFLOW_ASSIGN_OR_RETURN(
+      const PerWorkerHandle parsed,
+      parse_per_worker_handle(handle, &PerWorkerIterator::is_handle, "psflow_per_worker_iterator",
+                              "dataset_fn", "iterator (PerWorkerDataset::iter().handle())"));
   auto& state =
-      resources_->get_or_create<WorkerIterator>(absl::StrCat("psflow/iterator/", id.string_value()));
+      resources_->get_or_create<WorkerIterator>(absl::StrCat("psflow/iterator/", *parsed.id));
   if (state.iterator == nullptr && state.build_error.ok()) {
-    absl::StatusOr<DatasetFunction> fn =
-        DatasetRegistry::global().lookup(fn_it->second.string_value());
+    absl::StatusOr<DatasetFunction> fn = DatasetRegistry::global().lookup(*parsed.fn);
     absl::StatusOr<Dataset> dataset =
         fn.ok() ? (*fn)(DatasetContext{worker_index_, num_workers_, worker_recoveries_, restart_salt_},
-                    args_it->second)
+                    *parsed.args)
                 : absl::StatusOr<Dataset>(fn.status());
     if (dataset.ok()) {
       state.iterator = std::make_unique<DatasetIterator>(dataset->make_iterator());
     } else {
       state.build_error = absl::Status(
           dataset.status().code(),
-          absl::StrCat("building per-worker dataset '", fn_it->second.string_value(),
-                       "' on worker ", worker_index_, ": ", dataset.status().message()));
+          absl::StrCat("building per-worker dataset '", *parsed.fn, "' on worker ", worker_index_,
+                       ": ", dataset.status().message()));
     }
   }
   if (!state.build_error.ok()) return state.build_error;
@@ -100,31 +122,20 @@ std::string type_name(const std::type_info& type) {
   return out;
 }
 
-absl::Status bad_resource_handle(const Structure& handle) {
-  return absl::InvalidArgumentError(absl::StrCat(
-      "Expected a per-worker resource (PerWorkerResource::handle()); got ",
-      handle.debug_string().substr(0, 200)));
-}
-
 }  // namespace
 
 absl::StatusOr<WorkerResource> WorkerContext::resource(const Structure& handle) const {
-  if (!PerWorkerResource::is_handle(handle)) return bad_resource_handle(handle);
-  const Structure& id = handle["psflow_per_worker_resource"];
-  auto fn_it = handle.fields().find("resource_fn");
-  auto args_it = handle.fields().find("args");
-  if (id.kind() != Structure::Kind::kString || fn_it == handle.fields().end() ||
-      fn_it->second.kind() != Structure::Kind::kString || args_it == handle.fields().end()) {
-    return bad_resource_handle(handle);
-  }
-  const std::string& fn_name = fn_it->second.string_value();
-  auto& slot =
-      resources_->get_or_create<ResourceSlot>(absl::StrCat("psflow/resource/", id.string_value()));
+  PSFLOW_ASSIGN_OR_RETURN(
+      const PerWorkerHandle parsed,
+      parse_per_worker_handle(handle, &PerWorkerResource::is_handle, "psflow_per_worker_resource",
+                              "resource_fn", "resource (PerWorkerResource::handle())"));
+  const std::string& fn_name = *parsed.fn;
+  auto& slot = resources_->get_or_create<ResourceSlot>(absl::StrCat("psflow/resource/", *parsed.id));
   absl::MutexLock lock(&slot.mu);
   if (!slot.value.empty()) return slot.value;
   PSFLOW_ASSIGN_OR_RETURN(ResourceFunction fn, ResourceRegistry::global().lookup(fn_name));
   absl::StatusOr<WorkerResource> built =
-      fn(ResourceContext{worker_index_, num_workers_}, args_it->second);
+      fn(ResourceContext{worker_index_, num_workers_}, *parsed.args);
   if (built.ok() && built->empty()) {
     built = absl::InternalError("it returned an empty WorkerResource");
   }
@@ -140,11 +151,8 @@ absl::StatusOr<WorkerResource> WorkerContext::resource(const Structure& handle) 
 absl::Status WorkerContext::resource_type_error(const Structure& handle,
                                                 const std::type_info& held,
                                                 const std::type_info& wanted) const {
-  const std::string fn = PerWorkerResource::is_handle(handle) &&
-                                 handle.fields().contains("resource_fn") &&
-                                 handle["resource_fn"].kind() == Structure::Kind::kString
-                             ? handle["resource_fn"].string_value()
-                             : std::string("?");
+  // Only reached after resource(handle) succeeded, so the handle is valid.
+  const std::string& fn = handle["resource_fn"].string_value();
   return absl::FailedPreconditionError(
       absl::StrCat("Per-worker resource '", fn, "' on worker ", worker_index_, " holds a ",
                    type_name(held), ", not the requested ", type_name(wanted),

@@ -98,7 +98,7 @@ void WorkerDispatcher::start_run(std::shared_ptr<Closure> closure, bool resend) 
   {
     absl::MutexLock lock(&mu_);
     running_.insert(closure->id());
-    healthy = healthy_;
+    healthy = !lost_since_.has_value();
   }
   connection_->run_async(std::move(request), [this, closure, healthy](RunResult result) {
     on_run_done(closure, healthy, std::move(result));
@@ -124,8 +124,7 @@ void WorkerDispatcher::on_run_done(const std::shared_ptr<Closure>& closure, bool
     if (is_retryable(result.transport)) {
       {
         absl::MutexLock lock(&mu_);
-        if (healthy_) lost_since_ = absl::Now();
-        healthy_ = false;
+        if (!lost_since_.has_value()) lost_since_ = absl::Now();
         last_error_ = result.transport;
       }
       if (was_healthy) ++closure->worker_failures;
@@ -177,7 +176,7 @@ void WorkerDispatcher::on_run_done(const std::shared_ptr<Closure>& closure, bool
 
 WorkerDispatcher::Health WorkerDispatcher::health() const {
   absl::MutexLock lock(&mu_);
-  return Health{healthy_, lost_since_, last_error_};
+  return Health{lost_since_, last_error_};
 }
 
 void WorkerDispatcher::await_recovery() {
@@ -185,7 +184,7 @@ void WorkerDispatcher::await_recovery() {
   while (true) {
     {
       absl::MutexLock lock(&mu_);
-      if (healthy_ || joining_) return;
+      if (!lost_since_.has_value() || joining_) return;
       // Runs still outstanding on the lost worker report first.
       mu_.Await(absl::Condition(
           +[](absl::flat_hash_set<uint64_t>* running) { return running->empty(); }, &running_));
@@ -196,7 +195,7 @@ void WorkerDispatcher::await_recovery() {
       PSFLOW_LOG(Info, connection_->task_name(), " answers again; it takes closures again");
       recoveries_.fetch_add(1, std::memory_order_relaxed);
       absl::MutexLock lock(&mu_);
-      healthy_ = true;
+      lost_since_.reset();
       return;
     }
     {

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -64,11 +65,10 @@ class WorkerDispatcher {
   [[nodiscard]] int worker_index() const { return worker_index_; }
   [[nodiscard]] std::string task_name() const { return connection_->task_name(); }
 
-  // Whether the worker answers; while it does not, since when and the last
-  // error (of its failed run or of the latest probe).
+  // Since when the worker does not answer (unset while it does), and the
+  // last error (of its failed run or of the latest probe).
   struct Health {
-    bool answering = true;
-    absl::Time lost_since;
+    std::optional<absl::Time> lost_since;
     absl::Status last_error;
   };
   [[nodiscard]] Health health() const;
@@ -97,9 +97,9 @@ class WorkerDispatcher {
   mutable absl::Mutex mu_;
   // Closures whose runs are outstanding.
   absl::flat_hash_set<uint64_t> running_ ABSL_GUARDED_BY(mu_);
-  // False from a worker failure until a probe succeeds.
-  bool healthy_ ABSL_GUARDED_BY(mu_) = true;
-  absl::Time lost_since_ ABSL_GUARDED_BY(mu_);
+  // Set from a worker failure until a probe succeeds (the worker is
+  // healthy while it is unset).
+  std::optional<absl::Time> lost_since_ ABSL_GUARDED_BY(mu_);
   absl::Status last_error_ ABSL_GUARDED_BY(mu_);
   bool joining_ ABSL_GUARDED_BY(mu_) = false;
 

@@ -21,6 +21,8 @@ struct PreparedOp {
   VariableOpArgs* args = nullptr;
   std::shared_ptr<VariableShard> shard;  // null for CREATE* and DELETE
   const OptimizerConfig* optimizer = nullptr;
+  // APPLY_SPARSE: the gradient, checked and summed by prepare().
+  std::optional<PreparedSparseGradient> sparse;
 };
 
 std::optional<ScatterOp> scatter_op(Op::Kind kind) {
@@ -100,8 +102,12 @@ absl::Status prepare(VariableStore& store, VariableOpArgs& op,
     case Op::ASSIGN_SUB: return shard.validate_arith(op.value);
     case Op::APPLY_DENSE:
       return shard.validate_apply_dense(*out->optimizer, op.learning_rate, op.value);
-    case Op::APPLY_SPARSE:
-      return shard.validate_apply_sparse(*out->optimizer, op.learning_rate, op.ids, op.value);
+    case Op::APPLY_SPARSE: {
+      PSFLOW_ASSIGN_OR_RETURN(
+          out->sparse,
+          shard.prepare_apply_sparse(*out->optimizer, op.learning_rate, op.ids, op.value));
+      return absl::OkStatus();
+    }
     default:
       return shard.validate_scatter(*scatter_op(op.kind), op.ids, op.value).status();
   }
@@ -125,8 +131,7 @@ absl::Status run(VariableStore& store, PreparedOp& prepared, std::vector<Tensor>
     case Op::APPLY_DENSE:
       return shard->apply_dense_gradient(*prepared.optimizer, op.learning_rate, op.value);
     case Op::APPLY_SPARSE:
-      return shard->apply_sparse_gradient(*prepared.optimizer, op.learning_rate, op.ids,
-                                          op.value);
+      return shard->apply_sparse_gradient(*prepared.sparse);
     case Op::CREATE:
     case Op::CREATE_IF_ABSENT:
       return store

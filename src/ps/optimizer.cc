@@ -4,6 +4,7 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -16,12 +17,6 @@ namespace psflow {
 namespace {
 
 using Kind = OptimizerConfig::Kind;
-
-std::vector<std::string_view> slot_names(Kind kind) { return optimizer_slot_names(kind); }
-
-double slot_initial_value(const OptimizerConfig& c, std::string_view slot) {
-  return optimizer_slot_initial_value(c, slot);
-}
 
 absl::Status check_float(DType dtype) {
   if (dtype != DType::kFloat32 && dtype != DType::kFloat64) {
@@ -48,9 +43,9 @@ absl::Status prepare_slots(const OptimizerConfig& c, const Tensor& var,
   PSFLOW_RETURN_IF_ERROR(check_slots_compatible(c, slots));
   const std::string_view name = optimizer_name(c.kind);
   if (slots.optimizer.empty()) {
-    for (std::string_view slot : slot_names(c.kind)) {
+    for (std::string_view slot : optimizer_slot_names(c.kind)) {
       Tensor t(var.dtype(), var.shape());
-      const double init = slot_initial_value(c, slot);
+      const double init = optimizer_slot_initial_value(c, slot);
       if (init != 0.0) {
         if (var.dtype() == DType::kFloat32) {
           t.mutable_vec<float>().setConstant(static_cast<float>(init));
@@ -93,7 +88,7 @@ internal::UpdateCoefficients<T> coefficients(const OptimizerConfig& c, double lr
 
 template <typename T>
 T* slot_data(OptimizerSlots& slots, const OptimizerConfig& c, size_t i) {
-  const auto names = slot_names(c.kind);
+  const auto names = optimizer_slot_names(c.kind);
   if (i >= names.size()) return nullptr;
   return slots.slots.find(names[i])->second.template mutable_flat<T>().data();
 }
@@ -115,7 +110,7 @@ void apply_dense_typed(const OptimizerConfig& c, double lr, int64_t step, Tensor
 template <typename T>
 void sum_duplicate_rows(const std::vector<int64_t>& ids, const T* rows, int64_t row_size,
                         std::vector<int64_t>* unique_ids, std::vector<const void*>* grads,
-                        Tensor* summed_out) {
+                        std::shared_ptr<const void>* summed_out) {
   constexpr uint32_t kEmpty = UINT32_MAX;
   const size_t n = ids.size();
   size_t capacity = 16;
@@ -158,10 +153,11 @@ void sum_duplicate_rows(const std::vector<int64_t>& ids, const T* rows, int64_t 
       }
     }
   }
-  if (!summed.empty()) {
-    *summed_out = Tensor::from_vector<T>(summed);
-  }
-  const T* summed_data = summed.empty() ? nullptr : summed_out->flat<T>().data();
+  // Moving the vector keeps its elements where they are, so the pointers
+  // below stay valid in the owner.
+  auto owned = std::make_shared<const std::vector<T>>(std::move(summed));
+  const T* summed_data = owned->data();
+  *summed_out = std::move(owned);
   grads->resize(unique_ids->size());
   for (size_t u = 0; u < unique_ids->size(); ++u) {
     const int64_t s = source[u];
@@ -177,8 +173,7 @@ void apply_prepared_typed(const OptimizerConfig& c, double lr, int64_t step, Ten
   if (row_size == 0 || ids.empty()) return;
   internal::update_rows<T>(coefficients<T>(c, lr, step), var.mutable_flat<T>().data(),
                            slot_data<T>(slots, c, 0), slot_data<T>(slots, c, 1), row_size,
-                           ids.data(), reinterpret_cast<const T* const*>(grads.data()),
-                           ids.size());
+                           ids.data(), grads.data(), ids.size());
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #define PSFLOW_PS_OPTIMIZER_H_
 
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -102,7 +103,7 @@ class PreparedSparseGradient {
   // summed_ for an id that occurred more than once.
   std::vector<const void*> grads_;
   Tensor rows_;
-  Tensor summed_;
+  std::shared_ptr<const void> summed_;  // the summed rows (a std::vector of T)
 };
 
 [[nodiscard]] absl::StatusOr<PreparedSparseGradient> prepare_sparse_gradient(

@@ -80,7 +80,7 @@ template <Kind K, typename T>
 template <Kind K, typename T>
 [[gnu::always_inline]] inline void rows_loop(const UpdateCoefficients<T>& k, T* w, T* s0, T* s1,
                                              int64_t row_size, const int64_t* ids,
-                                             const T* const* grads, size_t count) {
+                                             const void* const* grads, size_t count) {
   const size_t row_bytes = static_cast<size_t>(row_size) * sizeof(T);
   for (size_t u = 0; u < count; ++u) {
     // Rows of a large table are main-memory round trips: ask for a later
@@ -93,7 +93,8 @@ template <Kind K, typename T>
     }
     const int64_t off = ids[u] * row_size;
     update_span<K, T>(k, w + off, s0 != nullptr ? s0 + off : nullptr,
-                      s1 != nullptr ? s1 + off : nullptr, grads[u], row_size);
+                      s1 != nullptr ? s1 + off : nullptr, static_cast<const T*>(grads[u]),
+                      row_size);
   }
 }
 
@@ -113,7 +114,7 @@ PSFLOW_ISA_CLONES void update_dense(const UpdateCoefficients<T>& k, T* w, T* s0,
 
 template <typename T>
 PSFLOW_ISA_CLONES void update_rows(const UpdateCoefficients<T>& k, T* w, T* s0, T* s1,
-                                   int64_t row_size, const int64_t* ids, const T* const* grads,
+                                   int64_t row_size, const int64_t* ids, const void* const* grads,
                                    size_t count) {
   switch (k.kind) {
     case Kind::kSgd: return rows_loop<Kind::kSgd, T>(k, w, s0, s1, row_size, ids, grads, count);
@@ -131,8 +132,8 @@ template void update_dense<float>(const UpdateCoefficients<float>&, float*, floa
 template void update_dense<double>(const UpdateCoefficients<double>&, double*, double*, double*,
                                    const double*, int64_t);
 template void update_rows<float>(const UpdateCoefficients<float>&, float*, float*, float*,
-                                 int64_t, const int64_t*, const float* const*, size_t);
+                                 int64_t, const int64_t*, const void* const*, size_t);
 template void update_rows<double>(const UpdateCoefficients<double>&, double*, double*, double*,
-                                  int64_t, const int64_t*, const double* const*, size_t);
+                                  int64_t, const int64_t*, const void* const*, size_t);
 
 }  // namespace psflow::internal

@@ -42,12 +42,13 @@ template <typename T>
 void update_dense(const UpdateCoefficients<T>& k, T* w, T* s0, T* s1, const T* g, int64_t n);
 
 // Updates rows ids[0, count) of a row-major [rows, row_size] variable and
-// of its slots, row ids[u] with the gradient row grads[u]. Ids must be
+// of its slots, row ids[u] with the gradient row grads[u] (row_size
+// elements of T; untyped so that callers need not know T). Ids must be
 // distinct and in range (the caller sums duplicates and checks them), and
 // gradient rows do not overlap the variable or its slots.
 template <typename T>
 void update_rows(const UpdateCoefficients<T>& k, T* w, T* s0, T* s1, int64_t row_size,
-                 const int64_t* ids, const T* const* grads, size_t count);
+                 const int64_t* ids, const void* const* grads, size_t count);
 
 }  // namespace psflow::internal
 

@@ -69,13 +69,13 @@ class RetryTimer {
     absl::MutexLock lock(&mu_);
     while (true) {
       if (stopping_) {
+        // schedule() refuses tasks from now on, so these are the last.
         std::multimap<absl::Time, Task> pending;
         pending.swap(tasks_);
         mu_.Unlock();
         for (auto& [when, task] : pending) std::move(task)(false);
         mu_.Lock();
-        if (tasks_.empty()) return;
-        continue;
+        return;
       }
       if (tasks_.empty()) {
         cv_.Wait(&mu_);

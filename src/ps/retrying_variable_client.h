@@ -38,11 +38,13 @@ struct RetryPolicy {
 // is_retryable: UNAVAILABLE, DEADLINE_EXCEEDED, ABORTED) is sent again
 // after the backoff, as long as it is safe to repeat, attempts remain and
 // the call's own deadline leaves room for the wait; otherwise the last
-// status is returned as it is (it already names the task). The wait runs
-// on a gRPC timer, never on a caller's or a gRPC callback's thread.
-// Thread-safety: all methods are thread-safe. The destructor cancels the
-// pending waits (their callers get CANCELLED) and returns once every
-// callback has run; `inner` is destroyed after that.
+// status is returned as it is (it already names the task). The waits run
+// on one timer thread of the client's, never on a caller's or a gRPC
+// callback's thread.
+// Thread-safety: all methods are thread-safe. The destructor ends the
+// pending waits at once (their callers get the status of their last
+// attempt) and returns once every callback has run; `inner` is destroyed
+// after that.
 [[nodiscard]] std::unique_ptr<VariableClient> make_retrying_variable_client(
     std::unique_ptr<VariableClient> inner, RetryPolicy policy = {});
 

@@ -77,15 +77,20 @@ RetryPolicy fast_policy(int attempts) {
 
 absl::Time deadline() { return absl::Now() + absl::Seconds(30); }
 
+// A retrying client over a ScriptedClient answering `script` (then OK),
+// counting the attempts in *calls.
+std::unique_ptr<VariableClient> scripted(std::vector<absl::Status> script,
+                                         std::atomic<int>* calls, int attempts = 6) {
+  return make_retrying_variable_client(
+      std::make_unique<ScriptedClient>(std::move(script), calls), fast_policy(attempts));
+}
+
 TEST(RetryingVariableClientTest, TransientFailuresOfAReadAreRetriedUntilItSucceeds) {
   std::atomic<int> calls{0};
-  auto client = make_retrying_variable_client(
-      std::make_unique<ScriptedClient>(
-          std::vector<absl::Status>{absl::UnavailableError("down"),
-                                    absl::DeadlineExceededError("slow"),
-                                    absl::AbortedError("restarted")},
-          &calls),
-      fast_policy(6));
+  auto client = scripted(std::vector<absl::Status>{absl::UnavailableError("down"),
+                                                   absl::DeadlineExceededError("slow"),
+                                                   absl::AbortedError("restarted")},
+                         &calls);
   absl::StatusOr<std::vector<Tensor>> r = client->execute_batch(batch_of(Op::READ), deadline());
   EXPECT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(calls.load(), 4);
@@ -93,10 +98,8 @@ TEST(RetryingVariableClientTest, TransientFailuresOfAReadAreRetriedUntilItSuccee
 
 TEST(RetryingVariableClientTest, GivesUpAfterMaxAttemptsWithTheLastStatus) {
   std::atomic<int> calls{0};
-  auto client = make_retrying_variable_client(
-      std::make_unique<ScriptedClient>(
-          std::vector<absl::Status>(10, absl::UnavailableError("ps 0 is down")), &calls),
-      fast_policy(3));
+  auto client =
+      scripted(std::vector<absl::Status>(10, absl::UnavailableError("ps 0 is down")), &calls, 3);
   absl::StatusOr<std::vector<Tensor>> r = client->execute_batch(batch_of(Op::GATHER), deadline());
   EXPECT_TRUE(absl::IsUnavailable(r.status())) << r.status();
   EXPECT_EQ(r.status().message(), "ps 0 is down");
@@ -105,10 +108,8 @@ TEST(RetryingVariableClientTest, GivesUpAfterMaxAttemptsWithTheLastStatus) {
 
 TEST(RetryingVariableClientTest, FinalCodesAreNotRetried) {
   std::atomic<int> calls{0};
-  auto client = make_retrying_variable_client(
-      std::make_unique<ScriptedClient>(
-          std::vector<absl::Status>{absl::NotFoundError("no variable 'v'")}, &calls),
-      fast_policy(6));
+  auto client =
+      scripted(std::vector<absl::Status>{absl::NotFoundError("no variable 'v'")}, &calls);
   absl::StatusOr<std::vector<Tensor>> r = client->execute_batch(batch_of(Op::READ), deadline());
   EXPECT_TRUE(absl::IsNotFound(r.status())) << r.status();
   EXPECT_EQ(calls.load(), 1);
@@ -116,10 +117,7 @@ TEST(RetryingVariableClientTest, FinalCodesAreNotRetried) {
 
 TEST(RetryingVariableClientTest, AccumulatingUpdatesWithoutAKeyAreSentOnce) {
   std::atomic<int> calls{0};
-  auto client = make_retrying_variable_client(
-      std::make_unique<ScriptedClient>(
-          std::vector<absl::Status>{absl::UnavailableError("down")}, &calls),
-      fast_policy(6));
+  auto client = scripted(std::vector<absl::Status>{absl::UnavailableError("down")}, &calls);
   // The first attempt may have been applied: sending it again could add twice.
   absl::StatusOr<std::vector<Tensor>> r =
       client->execute_batch(batch_of(Op::ASSIGN_ADD), deadline());
@@ -129,10 +127,7 @@ TEST(RetryingVariableClientTest, AccumulatingUpdatesWithoutAKeyAreSentOnce) {
 
 TEST(RetryingVariableClientTest, KeyedUpdatesAreRetried) {
   std::atomic<int> calls{0};
-  auto client = make_retrying_variable_client(
-      std::make_unique<ScriptedClient>(
-          std::vector<absl::Status>{absl::UnavailableError("down")}, &calls),
-      fast_policy(6));
+  auto client = scripted(std::vector<absl::Status>{absl::UnavailableError("down")}, &calls);
   ExecuteBatch batch = batch_of(Op::APPLY_SPARSE);
   batch.update_key = UpdateKey{7, 3, 1};
   absl::StatusOr<std::vector<Tensor>> r = client->execute_batch(std::move(batch), deadline());
@@ -142,12 +137,9 @@ TEST(RetryingVariableClientTest, KeyedUpdatesAreRetried) {
 
 TEST(RetryingVariableClientTest, ProtoRequestsFollowTheSameRules) {
   std::atomic<int> calls{0};
-  auto client = make_retrying_variable_client(
-      std::make_unique<ScriptedClient>(
-          std::vector<absl::Status>{absl::UnavailableError("down"),
-                                    absl::UnavailableError("down")},
-          &calls),
-      fast_policy(6));
+  auto client = scripted(
+      std::vector<absl::Status>{absl::UnavailableError("down"), absl::UnavailableError("down")},
+      &calls);
   v1::ExecuteRequest assign;
   assign.add_ops()->set_kind(Op::ASSIGN);
   EXPECT_TRUE(client->execute(assign, deadline()).ok());

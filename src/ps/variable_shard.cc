@@ -211,13 +211,16 @@ absl::Status VariableShard::validate_apply_dense(const OptimizerConfig& config,
   return check_slots_compatible(config, slots_);
 }
 
-absl::Status VariableShard::validate_apply_sparse(const OptimizerConfig& config,
-                                                  double learning_rate, const Tensor& ids,
-                                                  const Tensor& rows) const {
-  PSFLOW_RETURN_IF_ERROR(
-      validate_sparse_gradient(config, learning_rate, dtype_, shape_, ids, rows).status());
+absl::StatusOr<PreparedSparseGradient> VariableShard::prepare_apply_sparse(
+    const OptimizerConfig& config, double learning_rate, const Tensor& ids,
+    const Tensor& rows) const {
+  // Needs only the immutable dtype and shape: no lock.
+  PSFLOW_ASSIGN_OR_RETURN(
+      PreparedSparseGradient gradient,
+      prepare_sparse_gradient(config, learning_rate, dtype_, shape_, ids, rows));
   absl::ReaderMutexLock lock(&mu_);
-  return check_slots_compatible(config, slots_);
+  PSFLOW_RETURN_IF_ERROR(check_slots_compatible(config, slots_));
+  return gradient;
 }
 
 absl::StatusOr<Tensor> VariableShard::gather(const Tensor& ids) const {
@@ -300,6 +303,10 @@ absl::Status VariableShard::apply_sparse_gradient(const OptimizerConfig& config,
   PSFLOW_ASSIGN_OR_RETURN(
       PreparedSparseGradient gradient,
       prepare_sparse_gradient(config, learning_rate, dtype_, shape_, ids, rows));
+  return apply_sparse_gradient(gradient);
+}
+
+absl::Status VariableShard::apply_sparse_gradient(const PreparedSparseGradient& gradient) {
   absl::MutexLock lock(&mu_);
   make_value_writable();
   return psflow::apply_sparse_gradient(gradient, value_, slots_);

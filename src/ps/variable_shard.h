@@ -66,6 +66,9 @@ class VariableShard {
                                                    double learning_rate,
                                                    const Tensor& ids,
                                                    const Tensor& rows);
+  // The same with the gradient prepared by prepare_apply_sparse: the lock
+  // is held for the row arithmetic only.
+  [[nodiscard]] absl::Status apply_sparse_gradient(const PreparedSparseGradient& gradient);
 
   // Validators: check an operation against this shard's dtype and shape
   // (fixed at creation) without applying it, so that a batch can reject bad
@@ -79,9 +82,12 @@ class VariableShard {
   [[nodiscard]] absl::Status validate_apply_dense(const OptimizerConfig& config,
                                                   double learning_rate,
                                                   const Tensor& grad) const;
-  [[nodiscard]] absl::Status validate_apply_sparse(const OptimizerConfig& config,
-                                                   double learning_rate, const Tensor& ids,
-                                                   const Tensor& rows) const;
+  // Validates a sparse apply like the others and also does the part of it
+  // that needs no lock (ids widened, duplicate rows summed), so that a
+  // batch checks and sums each gradient once.
+  [[nodiscard]] absl::StatusOr<PreparedSparseGradient> prepare_apply_sparse(
+      const OptimizerConfig& config, double learning_rate, const Tensor& ids,
+      const Tensor& rows) const;
 
   // Which optimizer made the slots ("" before the first apply) and how many
   // updates it applied.

@@ -146,8 +146,7 @@ TEST(VariableShardTest, ConcurrentSparseAppliesAreAtomic) {
     threads.emplace_back([&, t] {
       // Rows t % 4, 4 + t % 4 (twice: summed to -2) and 15.
       const Tensor ids = Tensor::from_vector<int64_t>({t % 4, 4 + t % 4, 4 + t % 4, 15});
-      const Tensor grads(DType::kFloat32, {4, 4});
-      Tensor g = grads.clone();
+      Tensor g(DType::kFloat32, {4, 4});
       g.mutable_vec<float>().setConstant(-1.0f);
       for (int i = 0; i < kApplies; ++i) {
         ASSERT_TRUE(v.apply_sparse_gradient(sgd, 1.0, ids, g).ok());

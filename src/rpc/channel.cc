@@ -29,8 +29,7 @@ std::shared_ptr<grpc::Channel> create_channel(std::string_view target,
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, to_millis(options.max_reconnect_backoff));
   // gRPC uses the "minimum reconnect backoff" as the connect timeout.
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, to_millis(options.connect_timeout));
-  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS,
-              to_millis(std::max(options.keepalive_time, kMinPingInterval)));
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, to_millis(options.keepalive_time));
   args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, to_millis(options.keepalive_timeout));
   args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);

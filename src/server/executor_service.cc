@@ -97,9 +97,7 @@ grpc::ServerUnaryReactor* ExecutorServiceImpl::RunFunction(grpc::CallbackServerC
         request->worker_recoveries(),
         // This process replaced the one the coordinator knew: a salt of
         // its own, so that rebuilt datasets take new orders.
-        request->last_incarnation() != 0 && request->last_incarnation() != process_incarnation()
-            ? process_incarnation()
-            : 0);
+        request->last_incarnation() != 0 && request->last_incarnation() != process_incarnation());
     reactor->Finish(grpc::Status::OK);
   });
   return reactor;
@@ -146,7 +144,7 @@ void ExecutorServiceImpl::run(uint64_t session, uint64_t result_session, uint64_
                               const std::string& function_name, Structure args,
                               const std::shared_ptr<std::atomic<bool>>& cancelled,
                               v1::RunFunctionResponse* response, int64_t worker_recoveries,
-                              uint64_t restart_salt) {
+                              bool restarted) {
   // Stamps the closure's updates for exactly-once application on the ps.
   std::optional<ScopedUpdateContext> updates;
   if (session != 0) updates.emplace(session, closure_id);
@@ -156,7 +154,10 @@ void ExecutorServiceImpl::run(uint64_t session, uint64_t result_session, uint64_
                                                "') was cancelled before it started"));
   }
   if (output.ok()) {
-    output = invoke(closure_id, function_name, args, *cancelled, worker_recoveries, restart_salt);
+    // Sticky for the process: datasets built by later closures (after the
+    // coordinator learnt this incarnation) get the same salt.
+    if (restarted) restarted_.store(true, std::memory_order_relaxed);
+    output = invoke(closure_id, function_name, args, *cancelled, worker_recoveries);
   }
   {
     absl::MutexLock lock(&mu_);
@@ -183,17 +184,13 @@ absl::StatusOr<Structure> ExecutorServiceImpl::invoke(uint64_t closure_id,
                                                       std::string_view function_name,
                                                       const Structure& args,
                                                       const std::atomic<bool>& cancelled,
-                                                      int64_t worker_recoveries,
-                                                      uint64_t restart_salt) {
+                                                      int64_t worker_recoveries) {
   const VariableClientLookup* variables =
       options_.variables != nullptr ? &options_.variables : nullptr;
   WorkerContext ctx(options_.worker_index, closure_id, resources_, cancelled,
                     options_.num_workers, variables);
   ctx.set_worker_recoveries(worker_recoveries);
-  // Sticky for the process: datasets built by later closures (after the
-  // coordinator learnt this incarnation) get the same salt.
-  if (restart_salt != 0) restart_salt_.store(restart_salt, std::memory_order_relaxed);
-  ctx.set_restart_salt(restart_salt_.load(std::memory_order_relaxed));
+  ctx.set_restart_salt(restarted_.load(std::memory_order_relaxed) ? process_incarnation() : 0);
   return run_registered_function(registry_, function_name, ctx, args);
 }
 

@@ -127,7 +127,7 @@ class ExecutorServiceImpl final
   void run(uint64_t session, uint64_t result_session, uint64_t closure_id,
            const std::string& function_name, Structure args,
            const std::shared_ptr<std::atomic<bool>>& cancelled, v1::RunFunctionResponse* response,
-           int64_t worker_recoveries, uint64_t restart_salt);
+           int64_t worker_recoveries, bool restarted);
   // Puts the results that `request.input_refs` name into `args`: NOT_FOUND
   // when the cache no longer holds one, INVALID_ARGUMENT for a bad request.
   absl::StatusOr<Structure> substitute_input_refs(const v1::RunFunctionRequest& request,
@@ -138,12 +138,13 @@ class ExecutorServiceImpl final
   // RunFunction and executor-protocol calls share).
   absl::StatusOr<Structure> invoke(uint64_t closure_id, std::string_view function_name,
                                    const Structure& args, const std::atomic<bool>& cancelled,
-                                   int64_t worker_recoveries = 0, uint64_t restart_salt = 0);
+                                   int64_t worker_recoveries = 0);
 
   const TaskStatus* status_;
-  // Non-zero once a request showed that this process replaced the one the
-  // coordinator knew (see WorkerContext::restart_salt).
-  std::atomic<uint64_t> restart_salt_{0};
+  // Set once a request showed that this process replaced the one the
+  // coordinator knew; from then on functions get process_incarnation() as
+  // their restart salt (see WorkerContext::restart_salt), else 0.
+  std::atomic<bool> restarted_{false};
   const ExecutorServiceOptions options_;
   const FunctionRegistry& registry_;
   CodecLimits limits_;

@@ -196,12 +196,6 @@ TEST(ServerTest, ExplicitBindAddressServesTheSpecsName) {
           .ok());
 }
 
-}  // namespace
-}  // namespace psflow
-
-namespace psflow {
-namespace {
-
 // RunFunction with result_session set keeps the result for same-worker
 // chaining; ServerOptions bound how many results a worker keeps.
 int64_t cached_results_after_four_runs(const ServerOptions& options) {

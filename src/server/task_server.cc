@@ -39,10 +39,6 @@ std::string default_bind_address(const HostPort& address) {
   return join_host_port("::", address.port);
 }
 
-// Bounds of ServerOptions::result_cache_*: beyond them a typo, not a plan.
-constexpr int64_t kMaxResultCacheEntries = 10'000'000;
-constexpr int64_t kMaxResultCacheBytes = int64_t{64} << 30;
-
 // A worker reaches every ps task of its cluster through lazily connecting
 // gRPC clients (creating them never blocks).
 ExecutorServiceOptions executor_options(const ClusterSpec& spec, int index,

@@ -1,6 +1,8 @@
 #include "train/epoch_loop.h"
 
 #include <cstdio>
+#include <map>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -51,7 +53,7 @@ absl::Status validate_ps_recovery_options(const TrainOptions& o) {
 }
 
 absl::StatusOr<EpochLoop> EpochLoop::create(const ClusterSpec& spec, const TrainOptions& options,
-                                            std::map<std::string, ShardedVariable> variables,
+                                            const std::vector<ShardedVariable>& variables,
                                             const Optimizer& optimizer,
                                             int64_t steps_per_epoch) {
   if (steps_per_epoch < 1) {
@@ -61,8 +63,9 @@ absl::StatusOr<EpochLoop> EpochLoop::create(const ClusterSpec& spec, const Train
   PSFLOW_RETURN_IF_ERROR(validate_ps_recovery_options(options));
   EpochLoop loop(options, steps_per_epoch);
   if (!options.run_dir.empty()) {
-    PSFLOW_ASSIGN_OR_RETURN(Checkpoint checkpoint,
-                            Checkpoint::create(std::move(variables), optimizer));
+    std::map<std::string, ShardedVariable> named;
+    for (const ShardedVariable& v : variables) named.emplace(v.name(), v);
+    PSFLOW_ASSIGN_OR_RETURN(Checkpoint checkpoint, Checkpoint::create(std::move(named), optimizer));
     PSFLOW_ASSIGN_OR_RETURN(CheckpointManager manager,
                             CheckpointManager::create(std::move(checkpoint),
                                                       options.run_dir + "/checkpoints", 3));
@@ -94,6 +97,7 @@ absl::Status EpochLoop::run(const EpochHooks& hooks) {
   const TrainOptions& options = *options_;
   // Steps applied since the model was last checkpointed or restored: what a
   // ps recovery rolls back.
+  if (first_epoch_ > options.epochs) return hooks.report_restored();
   int64_t unsaved_steps = 0;
   int recoveries = 0;
   for (int epoch = first_epoch_; epoch <= options.epochs;) {

@@ -9,9 +9,9 @@
 
 #include <cstdint>
 #include <functional>
-#include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -37,12 +37,15 @@ struct EpochHooks {
   // epochs from there on (they are trained again) and count the recovery
   // and its `rolled_back` completed steps.
   std::function<void(int epoch, int64_t rolled_back)> roll_back_to;
+  // Every epoch was trained before (a rerun of a finished run): evaluate and
+  // report the model as restored.
+  std::function<absl::Status()> report_restored;
 };
 
 // Thread-safety: use from one thread.
 class EpochLoop {
  public:
-  // Tracks `variables` (by checkpoint name) and `optimizer` in
+  // Tracks `variables` (under their names) and `optimizer` in
   // <options.run_dir>/checkpoints (no checkpoints when run_dir is empty)
   // and restores the latest checkpoint there, printing where it resumes.
   // With options.ps_recovery, also watches the ps tasks of `spec` and
@@ -50,7 +53,7 @@ class EpochLoop {
   // has one to go back to.
   [[nodiscard]] static absl::StatusOr<EpochLoop> create(
       const ClusterSpec& spec, const TrainOptions& options,
-      std::map<std::string, ShardedVariable> variables, const Optimizer& optimizer,
+      const std::vector<ShardedVariable>& variables, const Optimizer& optimizer,
       int64_t steps_per_epoch);
 
   // The epoch training starts from: 1, or the one after the restored
@@ -59,9 +62,10 @@ class EpochLoop {
   [[nodiscard]] int first_epoch() const { return first_epoch_; }
 
   // Runs epochs first_epoch() .. options.epochs, saving a checkpoint after
-  // each. A failed epoch ends the run with its error, unless ps recovery
-  // is on and a ps restarted: then every ps is restored from the latest
-  // checkpoint and training goes on from the epoch after it (at most
+  // each (or hooks.report_restored when there are none left). A failed
+  // epoch ends the run with its error, unless ps recovery is on and a ps
+  // restarted: then every ps is restored from the latest checkpoint and
+  // training goes on from the epoch after it (at most
   // options.max_ps_recoveries times).
   [[nodiscard]] absl::Status run(const EpochHooks& hooks);
 

@@ -28,11 +28,8 @@ absl::StatusOr<PsMonitor> PsMonitor::create(const ClusterSpec& spec, absl::Time 
     tasks.push_back(Task{std::move(address), task_name(kPsJob, index), 0});
   }
   PsMonitor monitor(std::move(tasks));
-  PSFLOW_ASSIGN_OR_RETURN(std::vector<uint64_t> incarnations,
-                          monitor.await_incarnations(absl::OkStatus(), deadline, nullptr));
-  for (size_t i = 0; i < incarnations.size(); ++i) {
-    monitor.tasks_[i].incarnation = incarnations[i];
-  }
+  // Every incarnation starts unknown (0): this records the first ones.
+  PSFLOW_RETURN_IF_ERROR(monitor.restarted_since(absl::OkStatus(), deadline, nullptr).status());
   return monitor;
 }
 
@@ -58,6 +55,8 @@ absl::StatusOr<std::vector<uint64_t>> PsMonitor::await_incarnations(const absl::
     down.clear();
     for (size_t i = 0; i < tasks_.size(); ++i) {
       if (seen[i] != 0) continue;
+      // A fresh channel each poll: a kept one would first wait out its
+      // reconnect backoff once the task went down.
       absl::StatusOr<v1::GetStatusResponse> status =
           get_status(tasks_[i].address, kPsJob, static_cast<int>(i),
                      std::min(deadline, absl::Now() + kCallTimeout));

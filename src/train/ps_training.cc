@@ -27,4 +27,9 @@ absl::StatusOr<PsTraining> start_ps_training(
   return t;
 }
 
+absl::StatusOr<int64_t> PsTraining::optimizer_iterations() const {
+  PSFLOW_ASSIGN_OR_RETURN(Tensor value, optimizer->iterations().read_value());
+  return value.scalar_value<int64_t>();
+}
+
 }  // namespace psflow

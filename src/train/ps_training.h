@@ -32,6 +32,9 @@ struct PsTraining {
   std::optional<Optimizer> optimizer;  // always set
   std::unique_ptr<ClusterCoordinator> coordinator;
 
+  // The optimizer's iterations as the ps holds them now.
+  [[nodiscard]] absl::StatusOr<int64_t> optimizer_iterations() const;
+
   // Fills the fields of a closure's arguments that do not depend on the
   // model: the variables' and iterations' handles, the optimizer, the
   // learning rate and its schedule (options.lr_schedule, over

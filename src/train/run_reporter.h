@@ -48,7 +48,6 @@ class RunReporter {
   // Opens the TensorBoard event file in options.run_dir (none without one).
   [[nodiscard]] absl::Status open();
   [[nodiscard]] absl::Status report(const EpochReport& epoch);
-  [[nodiscard]] bool empty() const { return summary_.history.empty(); }
   // Epochs reported (and not rolled back), oldest first.
   [[nodiscard]] const TrainSummary& summary() const { return summary_; }
 

@@ -225,37 +225,32 @@ absl::StatusOr<TrainSummary> train_classifier(const ClusterSpec& spec, const Tra
         nlohmann::json({{"model", options.model}, {"data_dir", data_dir}}).dump(2)));
   }
 
-  std::map<std::string, ShardedVariable> named;
-  for (size_t i = 0; i < vars.size(); ++i) {
-    named.emplace(absl::StrCat("dense_", i / 2, i % 2 == 0 ? "/kernel" : "/bias"), vars[i]);
-  }
   PSFLOW_ASSIGN_OR_RETURN(
-      EpochLoop loop, EpochLoop::create(spec, options, std::move(named), *training.optimizer,
-                                            steps_per_epoch));
+      EpochLoop loop, EpochLoop::create(spec, options, vars, *training.optimizer, steps_per_epoch));
+  // The test set against the parameters as the ps tasks hold them now.
+  auto test_now = [&]() -> absl::StatusOr<ClassifierEvaluation> {
+    PSFLOW_ASSIGN_OR_RETURN(std::vector<Tensor> params, read_values(vars));
+    return evaluate(model, params, data.test_images, data.test_labels);
+  };
   EpochHooks hooks;
   hooks.run_epoch = [&](int epoch, int64_t* completed) -> absl::Status {
     PSFLOW_ASSIGN_OR_RETURN(
         TimedEpoch<TrainStepResult> run,
         run_training_epoch<TrainStepResult>(*coordinator, kTrainStepFunction, args,
                                             closures_per_epoch, options, epoch, completed));
-    PSFLOW_ASSIGN_OR_RETURN(std::vector<Tensor> params, read_values(vars));
-    PSFLOW_ASSIGN_OR_RETURN(ClassifierEvaluation test,
-                            evaluate(model, params, data.test_images, data.test_labels));
+    PSFLOW_ASSIGN_OR_RETURN(ClassifierEvaluation test, test_now());
     return reporter.report(epoch, run.totals, run.seconds, test);
   };
   hooks.roll_back_to = [&](int epoch, int64_t rolled_back) {
     reporter.roll_back_to(epoch, rolled_back);
   };
+  hooks.report_restored = [&]() -> absl::Status {
+    PSFLOW_ASSIGN_OR_RETURN(ClassifierEvaluation test, test_now());
+    return reporter.report(options.epochs, TrainStepResult{}, 0.0, test);
+  };
   PSFLOW_RETURN_IF_ERROR(loop.run(hooks));
-  if (reporter.empty()) {
-    // Everything was done before: report the restored model as it is.
-    PSFLOW_ASSIGN_OR_RETURN(std::vector<Tensor> params, read_values(vars));
-    PSFLOW_ASSIGN_OR_RETURN(ClassifierEvaluation test,
-                            evaluate(model, params, data.test_images, data.test_labels));
-    PSFLOW_RETURN_IF_ERROR(reporter.report(options.epochs, TrainStepResult{}, 0.0, test));
-  }
-  PSFLOW_ASSIGN_OR_RETURN(Tensor iterations, training.optimizer->iterations().read_value());
-  reporter.set_optimizer_iterations(iterations.scalar_value<int64_t>());
+  PSFLOW_ASSIGN_OR_RETURN(const int64_t iterations, training.optimizer_iterations());
+  reporter.set_optimizer_iterations(iterations);
   return reporter.finish(options);
 }
 

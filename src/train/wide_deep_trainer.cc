@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <map>
 #include <memory>
 #include <optional>
 #include <utility>
@@ -110,8 +109,6 @@ class Reporter {
     summary_.auc_history.push_back(auc);
     return absl::OkStatus();
   }
-
-  bool empty() const { return run_.empty(); }
 
   // See RunReporter::roll_back_to; the AUC history follows the epochs.
   void roll_back_to(int epoch, int64_t rolled_back) {
@@ -251,12 +248,8 @@ absl::StatusOr<WideDeepSummary> train_wide_deep_model(const ClusterSpec& spec,
   initial.data_description = data->description;
   Reporter reporter(options, extra, start, std::move(initial));
   PSFLOW_RETURN_IF_ERROR(reporter.open());
-  std::map<std::string, ShardedVariable> named;
-  const std::vector<std::string> names = model.parameter_names();
-  for (size_t i = 0; i < vars.size(); ++i) named.emplace(names[i], vars[i]);
   PSFLOW_ASSIGN_OR_RETURN(
-      EpochLoop loop, EpochLoop::create(spec, options, std::move(named), *training.optimizer,
-                                            steps_per_epoch));
+      EpochLoop loop, EpochLoop::create(spec, options, vars, *training.optimizer, steps_per_epoch));
   EpochHooks hooks;
   hooks.run_epoch = [&](int epoch, int64_t* completed) -> absl::Status {
     PSFLOW_ASSIGN_OR_RETURN(
@@ -269,15 +262,14 @@ absl::StatusOr<WideDeepSummary> train_wide_deep_model(const ClusterSpec& spec,
   hooks.roll_back_to = [&](int epoch, int64_t rolled_back) {
     reporter.roll_back_to(epoch, rolled_back);
   };
-  PSFLOW_RETURN_IF_ERROR(loop.run(hooks));
-  if (reporter.empty()) {
-    // Everything was done before: report the restored model as it is.
+  hooks.report_restored = [&]() -> absl::Status {
     PSFLOW_ASSIGN_OR_RETURN(WideDeepEval test, evaluate(model, vars, data->test));
     const WideDeepStepResult no_steps;
-    PSFLOW_RETURN_IF_ERROR(reporter.report(options.epochs, no_steps, 0.0, test));
-  }
-  PSFLOW_ASSIGN_OR_RETURN(Tensor iterations, training.optimizer->iterations().read_value());
-  reporter.set_optimizer_iterations(iterations.scalar_value<int64_t>());
+    return reporter.report(options.epochs, no_steps, 0.0, test);
+  };
+  PSFLOW_RETURN_IF_ERROR(loop.run(hooks));
+  PSFLOW_ASSIGN_OR_RETURN(const int64_t iterations, training.optimizer_iterations());
+  reporter.set_optimizer_iterations(iterations);
   return reporter.finish();
 }
 

@@ -6,21 +6,25 @@
 #include <signal.h>
 
 #include <atomic>
+#include <cstdint>
 #include <filesystem>
 #include <functional>
-#include <string>
-#include <vector>
 #include <memory>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
+#include "base/status_macros.h"
+#include "base/test_util.h"
 #include "gtest/gtest.h"
 #include "psflow/cluster_coordinator.h"
 #include "psflow/cluster_resolver.h"
 #include "psflow/local_cluster.h"
 #include "psflow/strategy.h"
 #include "train/trainer.h"
+#include "train/wide_deep_trainer.h"
 
 namespace psflow::testing {
 
@@ -72,6 +76,26 @@ inline ChaosRun train_while_killing_workers(TrainOptions options, absl::Duration
 using TrainFunction =
     std::function<absl::StatusOr<TrainSummary>(const ClusterSpec&, const TrainOptions&)>;
 
+// train_wide_deep_model with `extra`, as a TrainFunction.
+inline TrainFunction wide_deep_train(WideDeepOptions extra = {}) {
+  return [extra = std::move(extra)](const ClusterSpec& spec,
+                                    const TrainOptions& o) -> absl::StatusOr<TrainSummary> {
+    PSFLOW_ASSIGN_OR_RETURN(WideDeepSummary s, train_wide_deep_model(spec, o, extra));
+    return s.summary;
+  };
+}
+
+// The names of the checkpoints written at the end of epochs `first_epoch`
+// to `last_epoch` (both included): "ckpt-<k * steps_per_epoch>".
+inline std::vector<std::string> epoch_checkpoints(int64_t steps_per_epoch, int first_epoch,
+                                                  int last_epoch) {
+  std::vector<std::string> names;
+  for (int k = first_epoch; k <= last_epoch; ++k) {
+    names.push_back("ckpt-" + std::to_string(k * steps_per_epoch));
+  }
+  return names;
+}
+
 // Trains `options` (ps recovery on; run_dir must be set) with `train` on 2
 // ps + 2 workers and kills ps (k % 2) once the k-th name of
 // `after_checkpoints` exists in <run_dir>/checkpoints and `delay` more has
@@ -101,6 +125,8 @@ inline ChaosRun train_while_killing_ps(TrainOptions options,
       while (!std::filesystem::exists(path) && absl::Now() < deadline &&
              !done.WaitForNotificationWithTimeout(absl::Milliseconds(10))) {
       }
+      // Never kill without the checkpoint the kill is meant to follow.
+      if (!std::filesystem::exists(path)) return;
       if (done.WaitForNotificationWithTimeout(delay)) return;
       const int victim = kills.load() % 2;
       if (!(*cluster)->signal_task("ps", victim, SIGKILL).ok()) return;
@@ -171,10 +197,10 @@ inline ChaosCluster start_chaos_cluster(int max_restarts, ClusterCoordinatorOpti
   cluster_options.max_restarts = max_restarts;
   cluster_options.restart_backoff = absl::Milliseconds(20);
   ChaosCluster c;
-  c.cluster = *LocalCluster::start(cluster_options);
-  c.strategy = *ParameterServerStrategy::create(
-      SimpleClusterResolver(c.cluster->cluster_spec(), "chief", 0));
-  c.coordinator = *ClusterCoordinator::create(*c.strategy, options);
+  c.cluster = ok_value(LocalCluster::start(cluster_options));
+  c.strategy = ok_value(ParameterServerStrategy::create(
+      SimpleClusterResolver(c.cluster->cluster_spec(), "chief", 0)));
+  c.coordinator = ok_value(ClusterCoordinator::create(*c.strategy, options));
   return c;
 }
 

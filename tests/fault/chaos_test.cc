@@ -5,7 +5,6 @@
 #include <fstream>
 #include <string>
 
-#include "base/status_macros.h"
 #include "chaos_common.h"
 #include "nlohmann/json.hpp"
 #include "train/wide_deep_trainer.h"
@@ -32,10 +31,7 @@ TEST(ChaosTest, FiveEpochsWithAPsKilledThreeTimesAndRecovered) {
   const int64_t steps_per_epoch = 60000 / 32;
   // Each kill comes 2 s into epochs 2, 3 and 4 (about a third of an epoch).
   testing::ChaosRun run = testing::train_while_killing_ps(
-      options,
-      {"ckpt-" + std::to_string(steps_per_epoch), "ckpt-" + std::to_string(2 * steps_per_epoch),
-       "ckpt-" + std::to_string(3 * steps_per_epoch)},
-      absl::Seconds(2));
+      options, testing::epoch_checkpoints(steps_per_epoch, 1, 3), absl::Seconds(2));
   ASSERT_TRUE(run.summary.ok()) << run.summary.status();
   EXPECT_EQ(run.kills, 3);
   EXPECT_EQ(run.summary->ps_recoveries, 3);
@@ -62,14 +58,8 @@ TEST(ChaosTest, WideDeepFiveEpochsWithAPsKilledThreeTimesAndRecovered) {
   const int64_t steps_per_epoch = 200000 / kWideDeepDefaultBatchSize;
   // Each kill comes 1 s into epochs 2, 3 and 4.
   testing::ChaosRun run = testing::train_while_killing_ps(
-      options,
-      {"ckpt-" + std::to_string(steps_per_epoch), "ckpt-" + std::to_string(2 * steps_per_epoch),
-       "ckpt-" + std::to_string(3 * steps_per_epoch)},
-      absl::Seconds(1),
-      [](const ClusterSpec& spec, const TrainOptions& o) -> absl::StatusOr<TrainSummary> {
-        PSFLOW_ASSIGN_OR_RETURN(WideDeepSummary s, train_wide_deep_model(spec, o));
-        return s.summary;
-      });
+      options, testing::epoch_checkpoints(steps_per_epoch, 1, 3), absl::Seconds(1),
+      testing::wide_deep_train());
   ASSERT_TRUE(run.summary.ok()) << run.summary.status();
   EXPECT_EQ(run.kills, 3);
   EXPECT_EQ(run.summary->ps_recoveries, 3);

@@ -1,6 +1,7 @@
 // The short chaos run inside `make test` (the long ones: tests/fault,
 // `make chaos`): training finishes while workers are killed, every step is
 // applied exactly once, and accuracy stays at the no-fault level.
+#include <atomic>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -11,17 +12,20 @@
 
 #include "../fault/chaos_common.h"
 #include "absl/strings/str_cat.h"
-#include "base/status_macros.h"
+#include "base/test_util.h"
+#include "gmock/gmock.h"
 #include "nlohmann/json.hpp"
+#include "psflow/cluster_coordinator.h"
+#include "psflow/cluster_resolver.h"
+#include "psflow/strategy.h"
+#include "psflow/variable.h"
 #include "train/wide_deep_trainer.h"
 #include "wide_deep_small.h"
-#include "psflow/variable.h"
-#include "psflow/strategy.h"
-#include "psflow/cluster_resolver.h"
-#include "psflow/cluster_coordinator.h"
 
 namespace psflow {
 namespace {
+
+using ::testing::HasSubstr;
 
 TEST(ChaosShortTest, TrainingSurvivesWorkerKillsWithEveryStepAppliedOnce) {
   TrainOptions options;
@@ -38,12 +42,6 @@ TEST(ChaosShortTest, TrainingSurvivesWorkerKillsWithEveryStepAppliedOnce) {
   EXPECT_GT(run.summary->test_accuracy, 0.78);
 }
 
-}  // namespace
-}  // namespace psflow
-
-namespace psflow {
-namespace {
-
 // TF treats the loss of a ps as fatal; so does psflow by default: training
 // stops with UNAVAILABLE naming the lost task (recovery from checkpoints is
 // a rerun of the coordinator on the same run directory).
@@ -52,7 +50,7 @@ TEST(ChaosShortTest, LosingAPsStopsTrainingNamingIt) {
   cluster_options.num_ps = 2;
   cluster_options.num_workers = 2;
   cluster_options.binary_path = PSFLOW_BINARY_PATH;
-  std::unique_ptr<LocalCluster> cluster = *LocalCluster::start(cluster_options);
+  std::unique_ptr<LocalCluster> cluster = ok_value(LocalCluster::start(cluster_options));
   TrainOptions options;
   options.epochs = 5;
   options.batch_size = 256;
@@ -80,12 +78,6 @@ TEST(ChaosShortTest, LosingAPsStopsTrainingNamingIt) {
       << summary.status();
 }
 
-}  // namespace
-}  // namespace psflow
-
-namespace psflow {
-namespace {
-
 // Beyond TF: with recovery on, losing a ps mid-epoch costs the steps since
 // the last checkpoint, not the run. Every ps goes back to that checkpoint,
 // the lost steps are trained again, and the end state is that of a run
@@ -103,7 +95,7 @@ TEST(ChaosShortTest, LosingAPsWithRecoveryRollsBackAndFinishes) {
   const int64_t steps_per_epoch = 60000 / 256;
   // Killed 300 ms into epoch 2 (an epoch takes a few seconds here).
   testing::ChaosRun run = testing::train_while_killing_ps(
-      options, {"ckpt-" + std::to_string(steps_per_epoch)}, absl::Milliseconds(300));
+      options, testing::epoch_checkpoints(steps_per_epoch, 1, 1), absl::Milliseconds(300));
   std::fclose(out);
   ASSERT_TRUE(run.summary.ok()) << run.summary.status();
   ASSERT_EQ(run.kills, 1);
@@ -139,11 +131,8 @@ TEST(ChaosShortTest, WideDeepWithRecoverySurvivesALostPs) {
   const int64_t steps_per_epoch = 30000 / 128;
   // Killed 200 ms into epoch 2 (an epoch takes about a second here).
   testing::ChaosRun run = testing::train_while_killing_ps(
-      options, {"ckpt-" + std::to_string(steps_per_epoch)}, absl::Milliseconds(200),
-      [&](const ClusterSpec& spec, const TrainOptions& o) -> absl::StatusOr<TrainSummary> {
-        PSFLOW_ASSIGN_OR_RETURN(WideDeepSummary s, train_wide_deep_model(spec, o, extra));
-        return s.summary;
-      });
+      options, testing::epoch_checkpoints(steps_per_epoch, 1, 1), absl::Milliseconds(200),
+      testing::wide_deep_train(extra));
   std::fclose(out);
   std::ifstream in(log);
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -163,16 +152,18 @@ TEST(ChaosShortTest, WideDeepWithRecoverySurvivesALostPs) {
   EXPECT_EQ(summary["ps_recoveries"], 1);
 }
 
-}  // namespace
-}  // namespace psflow
-
-namespace psflow {
-namespace {
+// What counter_after_kills saw: the counter the closures incremented and
+// how many workers were actually killed (with none, an exact counter
+// proves nothing).
+struct KilledCounter {
+  int64_t counter = -1;
+  int kills = 0;
+};
 
 // Runs `closures` closures of testing/increment_then_work (50 ms each) on
 // 1 ps + 2 workers while killing a worker that is mid-closure every
-// 400 ms (`kills` times); returns the counter the closures incremented.
-int64_t counter_after_kills(bool exactly_once, int closures, int kills) {
+// 400 ms (at most `kills` times).
+KilledCounter counter_after_kills(bool exactly_once, int closures, int kills) {
   ClusterCoordinatorOptions coordinator_options;
   coordinator_options.exactly_once = exactly_once;
   coordinator_options.max_worker_failures_per_closure = 100;
@@ -183,16 +174,19 @@ int64_t counter_after_kills(bool exactly_once, int closures, int kills) {
   ShardedVariable counter, marker;
   {
     StrategyScope scope = strategy->scope();
-    counter = *create_variable(Tensor::scalar<int64_t>(0), {.name = "counter"});
-    marker = *create_variable(Tensor::scalar<int64_t>(-1), {.name = "marker"});
+    counter = ok_value(create_variable(Tensor::scalar<int64_t>(0), {.name = "counter"}));
+    marker = ok_value(create_variable(Tensor::scalar<int64_t>(-1), {.name = "marker"}));
   }
   const RemoteStructure args = RemoteStructure::tuple(
       {counter.handle().to_structure(), marker.handle().to_structure(), int64_t{50}});
   std::vector<RemoteValue> results;
-  for (int i = 0; i < closures; ++i) results.push_back(*coordinator->schedule(
-      "testing/increment_then_work", args));
+  for (int i = 0; i < closures; ++i) {
+    results.push_back(ok_value(coordinator->schedule("testing/increment_then_work", args)));
+  }
   absl::Notification done;
+  std::atomic<int> killed{0};
   std::thread killer([&] {
+    const absl::Time deadline = absl::Now() + absl::Seconds(120);
     int restarts[2] = {0, 0};
     for (int k = 0; k < kills; ++k) {
       // Pacing the faults: the wait ends early when the closures are done.
@@ -201,11 +195,13 @@ int64_t counter_after_kills(bool exactly_once, int closures, int kills) {
       if (!m.ok() || m->scalar_value<int64_t>() < 0) continue;
       const int victim = static_cast<int>(m->scalar_value<int64_t>());
       if (!cluster->signal_task("worker", victim, SIGKILL).ok()) continue;
+      ++killed;
       ++restarts[victim];
-      while (!done.HasBeenNotified() &&
+      while (!done.HasBeenNotified() && absl::Now() < deadline &&
              !cluster->wait_for_restart("worker", victim, restarts[victim],
                                         absl::Milliseconds(200)).ok()) {
       }
+      if (absl::Now() >= deadline) return;  // No kill without the last restart.
     }
   });
   const absl::Status joined = coordinator->join();
@@ -213,7 +209,7 @@ int64_t counter_after_kills(bool exactly_once, int closures, int kills) {
   killer.join();
   EXPECT_TRUE(joined.ok()) << joined;
   for (const RemoteValue& r : results) EXPECT_TRUE(r.fetch().ok()) << r.fetch().status();
-  return counter.read_value()->scalar_value<int64_t>();
+  return {ok_value(counter.read_value()).scalar_value<int64_t>(), killed.load()};
 }
 
 // (e) of the chaos suite: a counter incremented once per closure equals the
@@ -221,15 +217,13 @@ int64_t counter_after_kills(bool exactly_once, int closures, int kills) {
 // faults with TF's at-least-once delivery add more (so the test can fail).
 TEST(ChaosShortTest, CounterEqualsClosuresUnderRepeatedKills) {
   constexpr int kClosures = 120;
-  EXPECT_EQ(counter_after_kills(/*exactly_once=*/true, kClosures, 6), kClosures);
-  EXPECT_GT(counter_after_kills(/*exactly_once=*/false, kClosures, 6), kClosures);
+  const KilledCounter exactly_once = counter_after_kills(/*exactly_once=*/true, kClosures, 6);
+  EXPECT_GE(exactly_once.kills, 1) << "no worker was killed: the exact count proves nothing";
+  EXPECT_EQ(exactly_once.counter, kClosures);
+  const KilledCounter at_least_once = counter_after_kills(/*exactly_once=*/false, kClosures, 6);
+  EXPECT_GE(at_least_once.kills, 1) << "no worker was killed";
+  EXPECT_GT(at_least_once.counter, kClosures);
 }
-
-}  // namespace
-}  // namespace psflow
-
-namespace psflow {
-namespace {
 
 // (f) of the chaos suite: a closure that kills every worker it runs on is
 // failed after max_worker_failures_per_closure attempts instead of looping;
@@ -246,6 +240,8 @@ TEST(ChaosShortTest, PoisonClosureIsFailedAfterTheRetryBound) {
   EXPECT_TRUE(absl::IsUnavailable(fetched)) << fetched;
   EXPECT_NE(fetched.message().find("testing/kill_own_worker"), std::string_view::npos) << fetched;
   EXPECT_NE(fetched.message().find("3"), std::string_view::npos) << fetched;
+  EXPECT_THAT(std::string(fetched.message()),
+              HasSubstr("max_worker_failures_per_closure = 3"));
   EXPECT_EQ(coordinator->join(), fetched);  // reported once ...
   // ... then usable again: the restarted workers take closures.
   for (int i = 0; i < 4; ++i) {
@@ -268,12 +264,6 @@ TEST(ChaosShortTest, PoisonClosureIsFailedAfterTheRetryBound) {
   EXPECT_EQ(restarts, 3);
 }
 
-}  // namespace
-}  // namespace psflow
-
-namespace psflow {
-namespace {
-
 // (b) of the chaos suite, short: a worker paused (SIGSTOP) mid-closure for
 // longer than worker_timeout (10 s here; `make chaos` pauses one for 30 s
 // under the default 20 s) loses its closure to the other worker; resumed
@@ -289,20 +279,20 @@ TEST(ChaosShortTest, AWorkerPausedPastTheTimeoutLosesItsClosureAndComesBack) {
   ShardedVariable counter, marker;
   {
     StrategyScope scope = strategy->scope();
-    counter = *create_variable(Tensor::scalar<int64_t>(0), {.name = "counter"});
-    marker = *create_variable(Tensor::scalar<int64_t>(-1), {.name = "marker"});
+    counter = ok_value(create_variable(Tensor::scalar<int64_t>(0), {.name = "counter"}));
+    marker = ok_value(create_variable(Tensor::scalar<int64_t>(-1), {.name = "marker"}));
   }
   constexpr int kClosures = 60;
   const RemoteStructure args = RemoteStructure::tuple(
       {counter.handle().to_structure(), marker.handle().to_structure(), int64_t{50}});
   std::vector<RemoteValue> results;
   for (int i = 0; i < kClosures; ++i) {
-    results.push_back(*coordinator->schedule("testing/increment_then_work", args));
+    results.push_back(ok_value(coordinator->schedule("testing/increment_then_work", args)));
   }
   // Pause a worker that has started a closure.
   int victim = -1;
   const absl::Time deadline = absl::Now() + absl::Seconds(60);
-  while (victim < 0 && absl::Now() < deadline) {
+  for (int round = 0; round < 1000000 && victim < 0 && absl::Now() < deadline; ++round) {
     absl::StatusOr<Tensor> m = marker.read_value();
     ASSERT_TRUE(m.ok()) << m.status();
     victim = static_cast<int>(m->scalar_value<int64_t>());
@@ -315,7 +305,7 @@ TEST(ChaosShortTest, AWorkerPausedPastTheTimeoutLosesItsClosureAndComesBack) {
   ASSERT_TRUE(cluster->signal_task("worker", victim, SIGCONT).ok());
   ASSERT_TRUE(joined.ok()) << joined;
   for (const RemoteValue& r : results) EXPECT_TRUE(r.fetch().ok()) << r.fetch().status();
-  EXPECT_EQ(counter.read_value()->scalar_value<int64_t>(), kClosures);
+  EXPECT_EQ(ok_value(counter.read_value()).scalar_value<int64_t>(), kClosures);
   // Given up after worker_timeout (10 s), not the default 20 s.
   EXPECT_LT(waited, absl::Seconds(18)) << "the paused worker was not given up in time";
   // Back: it answers a probe and takes closures again, same process. The
@@ -334,14 +324,8 @@ TEST(ChaosShortTest, AWorkerPausedPastTheTimeoutLosesItsClosureAndComesBack) {
   EXPECT_TRUE(took_work);
   EXPECT_EQ(cluster->restart_count("worker", victim).value_or(-1), 0);
   // Its stale run, resumed, made no second update.
-  EXPECT_EQ(counter.read_value()->scalar_value<int64_t>(), kClosures);
+  EXPECT_EQ(ok_value(counter.read_value()).scalar_value<int64_t>(), kClosures);
 }
-
-}  // namespace
-}  // namespace psflow
-
-namespace psflow {
-namespace {
 
 // A worker process that replaced one the coordinator knew is told so: its
 // restart salt is set (and per-worker datasets it rebuilds mix it into
@@ -363,20 +347,30 @@ TEST(ChaosShortTest, ARestartedWorkerKnowsItReplacedTheOldProcess) {
     }
     ASSERT_TRUE(coordinator->join().ok());
     for (const RemoteValue& r : results) {
-      const Structure v = *r.fetch();
+      const Structure v = ok_value(r.fetch());
       const int64_t w = v[0].int_value();
       seen[w] = true;
       salted[w] = v[2].bool_value();
     }
   };
+  // Each round runs 20 closures; the caps bound the loops by count as well
+  // as by time.
+  constexpr int kMaxRounds = 1000;
   const absl::Time deadline = absl::Now() + absl::Seconds(60);
-  while (!(seen[0] && seen[1]) && absl::Now() < deadline) run_round();
+  for (int round = 0; round < kMaxRounds && !(seen[0] && seen[1]) && absl::Now() < deadline;
+       ++round) {
+    ASSERT_NO_FATAL_FAILURE(run_round());
+  }
   ASSERT_TRUE(seen[0] && seen[1]);
   EXPECT_FALSE(salted[0]);
   EXPECT_FALSE(salted[1]);
   ASSERT_TRUE(cluster->signal_task("worker", 1, SIGKILL).ok());
   ASSERT_TRUE(cluster->wait_for_restart("worker", 1, 1, absl::Seconds(30)).ok());
-  while (!salted[1] && absl::Now() < deadline) run_round();
+  const absl::Time salted_deadline = absl::Now() + absl::Seconds(60);
+  for (int round = 0; round < kMaxRounds && !salted[1] && absl::Now() < salted_deadline;
+       ++round) {
+    ASSERT_NO_FATAL_FAILURE(run_round());
+  }
   EXPECT_TRUE(salted[1]);
   EXPECT_FALSE(salted[0]);
 }

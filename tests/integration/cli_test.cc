@@ -185,7 +185,11 @@ TEST(CliTest, TrainWithPsRecoverySurvivesAKilledPs) {
     std::optional<std::string> line = train.read_line(deadline);
     ASSERT_TRUE(line.has_value()) << "training ended before epoch 2:\n" << out;
     out += *line + "\n";
-    if (line->rfind("ps 1 ", 0) == 0) ps1 = std::stoi(line->substr(line->find("pid=") + 4));
+    if (line->rfind("ps 1 ", 0) == 0) {
+      const std::string::size_type pid_at = line->find("pid=");
+      ASSERT_NE(pid_at, std::string::npos) << "no pid= on the ps 1 line:\n" << out;
+      ps1 = std::stoi(line->substr(pid_at + 4));
+    }
     in_epoch_two = line->rfind("epoch 2/2 [", 0) == 0;
   }
   ASSERT_GT(ps1, 0) << out;

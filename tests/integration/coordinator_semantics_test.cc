@@ -30,15 +30,19 @@
 #include "psflow/variable.h"
 #include "rpc/channel.h"
 #include "base/test_util.h"
+#include "coordinator/coordinator_test_util.h"
 
 namespace psflow {
 namespace {
 
 using ::testing::HasSubstr;
 
-constexpr absl::Duration kTimeout = absl::Seconds(60);
+using psflow::testing::kTestTimeout;  // coordinator/coordinator_test_util.h
+
 // How long a test watches for something that must not happen (join staying
-// blocked); never used to wait for something to happen.
+// blocked); never used to wait for something to happen. 100 ms here, not
+// coordinator_test_util.h's testing::kNegativeCheck (50 ms, for in-process
+// workers): real processes over gRPC get the longer watch.
 constexpr absl::Duration kNegativeCheck = absl::Milliseconds(100);
 constexpr absl::string_view kCancelled =
     "The corresponding function is cancelled. Please reschedule the function.";
@@ -49,9 +53,9 @@ int64_t read_int(const ShardedVariable& v) {
 }
 
 // Polls `v` (one ps read per turn) until it equals `target`, for at most
-// kTimeout; whether it did.
+// kTestTimeout; whether it did.
 bool await_value(const ShardedVariable& v, int64_t target) {
-  const absl::Time deadline = absl::Now() + kTimeout;
+  const absl::Time deadline = absl::Now() + kTestTimeout;
   while (absl::Now() < deadline) {
     absl::StatusOr<Tensor> t = v.read_value();
     if (t.ok() && t->scalar_value<int64_t>() == target) return true;
@@ -180,7 +184,7 @@ TEST_F(CoordinatorSemanticsTest, ChainedRemoteValueRunsAfterItsInputAndGetsItsVa
                                              {"b", RemoteStructure::list({first, 1})}})));
   // The waiting closures hold no worker: independent work still runs.
   RemoteValue independent = ok_value(c->schedule("testing/add", Structure::tuple({1, 2})));
-  ASSERT_TRUE(independent.wait(kTimeout));
+  ASSERT_TRUE(independent.wait(kTestTimeout));
   EXPECT_EQ(ok_value(independent.fetch()), Structure(int64_t{3}));
   EXPECT_FALSE(dependent.is_ready());
   EXPECT_FALSE(nested.is_ready());
@@ -222,7 +226,7 @@ TEST_F(CoordinatorSemanticsTest, FailedInputGivesTheLaterClosureAnInputError) {
       ok_value(c->schedule("testing/add", RemoteStructure::tuple({1, failing})));
   ASSERT_TRUE(g.open().ok());
 
-  ASSERT_TRUE(dependent.wait(kTimeout));
+  ASSERT_TRUE(dependent.wait(kTestTimeout));
   const absl::Status input_error = dependent.fetch().status();
   EXPECT_EQ(input_error.code(), absl::StatusCode::kInvalidArgument) << input_error;
   EXPECT_TRUE(is_closure_input_error(input_error)) << input_error;
@@ -279,8 +283,8 @@ TEST_F(CoordinatorSemanticsTest, ErrorModelWithRealWorkers) {
     ASSERT_TRUE(fail_gate.open().ok());
     // The failure cancels the queued closures at once, while the long step
     // still runs.
-    ASSERT_TRUE(queued1.wait(kTimeout));
-    ASSERT_TRUE(queued2.wait(kTimeout));
+    ASSERT_TRUE(queued1.wait(kTestTimeout));
+    ASSERT_TRUE(queued2.wait(kTestTimeout));
     for (const RemoteValue& q : {queued1, queued2}) {
       EXPECT_EQ(q.fetch().status().code(), absl::StatusCode::kCancelled);
       EXPECT_EQ(q.fetch().status().message(), kCancelled);
@@ -300,7 +304,7 @@ TEST_F(CoordinatorSemanticsTest, ErrorModelWithRealWorkers) {
     });
     EXPECT_FALSE(join_returned.WaitForNotificationWithTimeout(kNegativeCheck));
     ASSERT_TRUE(long_gate.open().ok());
-    const bool returned = join_returned.WaitForNotificationWithTimeout(kTimeout);
+    const bool returned = join_returned.WaitForNotificationWithTimeout(kTestTimeout);
     joiner.join();  // Bounded: testing/hold gives up after 60 s.
     ASSERT_TRUE(returned);
     EXPECT_EQ(join_status.code(), absl::StatusCode::kInvalidArgument) << join_status;
