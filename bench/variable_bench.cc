@@ -5,7 +5,9 @@
 // thread writes the same byte count into a loopback socket, another reads
 // it into a reused buffer and answers with one byte, so each iteration is
 // one round trip like an RPC). Latency of small requests is reported as
-// percentiles; embedding gathers and sparse Adagrad updates as rows/s, plus
+// percentiles. Dense pulls and pushes also report the ps's CPU time,
+// context switches and minor page faults per op, and the client's page
+// faults (a buffer not reused costs one fault per page); embedding gathers and sparse Adagrad updates as rows/s, plus
 // rows per second of the ps process's CPU time (user + system), which is
 // the "per ps core" figure independent of how busy the client is. Those run
 // with in_flight = 1 (one request at a time: the Time column is then one
@@ -88,15 +90,16 @@ Ps& ps() {
 
 absl::Time deadline() { return absl::Now() + kCallTimeout; }
 
-// CPU time (user + system) the process has used so far, in seconds.
-double process_cpu_seconds(pid_t pid) {
+// The fields of /proc/<pid>/stat after the command name (which may contain
+// spaces, hence the search for its closing paren): field N of the whole
+// line is element N - 3 here.
+std::vector<std::string> stat_fields(pid_t pid) {
   std::ifstream in(absl::StrCat("/proc/", pid, "/stat"));
   std::string line;
   std::getline(in, line);
-  // Fields after the command name (which may contain spaces) in parens.
-  const size_t close = line.rfind(')');
-  if (close == std::string::npos) return 0;
   std::vector<std::string> fields;
+  const size_t close = line.rfind(')');
+  if (close == std::string::npos) return fields;
   std::string field;
   for (size_t i = close + 2; i <= line.size(); ++i) {
     if (i == line.size() || line[i] == ' ') {
@@ -106,10 +109,23 @@ double process_cpu_seconds(pid_t pid) {
       field.push_back(line[i]);
     }
   }
-  // utime and stime are fields 14 and 15 of the whole line: 11 and 12 here.
+  return fields;
+}
+
+// CPU time (user + system) the process has used so far, in seconds.
+double process_cpu_seconds(pid_t pid) {
+  const std::vector<std::string> fields = stat_fields(pid);
+  // utime and stime are fields 14 and 15.
   if (fields.size() < 13) return 0;
   const double ticks = static_cast<double>(sysconf(_SC_CLK_TCK));
   return (std::stod(fields[11]) + std::stod(fields[12])) / ticks;
+}
+
+// Minor page faults of the process so far (field 10): each is a page of
+// fresh memory touched, the cost of a buffer that is not reused.
+double process_minor_faults(pid_t pid) {
+  const std::vector<std::string> fields = stat_fields(pid);
+  return fields.size() < 8 ? 0 : std::stod(fields[7]);
 }
 
 // Context switches (voluntary and not) of all the process's threads so far:
@@ -136,7 +152,11 @@ double process_context_switches(pid_t pid) {
 // benchmark, as counters.
 class PsCost {
  public:
-  PsCost() : cpu_(process_cpu_seconds(ps().pid)), switches_(process_context_switches(ps().pid)) {}
+  PsCost()
+      : cpu_(process_cpu_seconds(ps().pid)),
+        switches_(process_context_switches(ps().pid)),
+        ps_faults_(process_minor_faults(ps().pid)),
+        client_faults_(process_minor_faults(::getpid())) {}
 
   // Sets the counters and returns the ps CPU seconds used since construction.
   double report(benchmark::State& state, double ops) const {
@@ -145,12 +165,17 @@ class PsCost {
     state.counters["ps_cpu_us_per_op"] = cpu * 1e6 / ops;
     state.counters["ps_switches_per_op"] =
         (process_context_switches(ps().pid) - switches_) / ops;
+    state.counters["ps_faults_per_op"] = (process_minor_faults(ps().pid) - ps_faults_) / ops;
+    state.counters["client_faults_per_op"] =
+        (process_minor_faults(::getpid()) - client_faults_) / ops;
     return cpu;
   }
 
  private:
   const double cpu_;
   const double switches_;
+  const double ps_faults_;
+  const double client_faults_;
 };
 
 Tensor make_floats(int64_t n, float seed) {
@@ -359,6 +384,7 @@ void BM_PairedWithRawTcp(benchmark::State& state) {
   create_variable(state, name, value);
   RawTcpPair pair(static_cast<size_t>(bytes));
   absl::Duration raw_total, op_total;
+  const PsCost cost;
   for (auto _ : state) {
     const absl::Time t0 = absl::Now();
     if (!pair.round()) {
@@ -376,6 +402,7 @@ void BM_PairedWithRawTcp(benchmark::State& state) {
     op_total += t2 - t1;
     state.SetIterationTime(absl::ToDoubleSeconds(t2 - t1));
   }
+  cost.report(state, static_cast<double>(state.iterations()));
   set_bytes(state);
   if (op_total > absl::ZeroDuration()) {
     state.counters["ratio_vs_raw_tcp"] = absl::FDivDuration(raw_total, op_total);
@@ -579,7 +606,7 @@ BENCHMARK(BM_Pull)->Apply(sizes);
 BENCHMARK(BM_Push)->Apply(sizes);
 BENCHMARK(BM_PairedWithRawTcp)
     ->ArgNames({"bytes", "push"})
-    ->ArgsProduct({{256 << 10, 4 << 20, 64 << 20}, {0, 1}})
+    ->ArgsProduct({{256 << 10, 1 << 20, 4 << 20, 16 << 20, 64 << 20}, {0, 1}})
     ->UseManualTime();
 BENCHMARK(BM_ReadScalarLatency)->UseRealTime();
 BENCHMARK(BM_Gather)->Apply(embedding_args);
