@@ -7,9 +7,10 @@
 // one round trip like an RPC). Latency of small requests is reported as
 // percentiles. Dense pulls and pushes also report the ps's CPU time,
 // context switches and minor page faults per op, and the client's page
-// faults (a buffer not reused costs one fault per page); embedding gathers and sparse Adagrad updates as rows/s, plus
-// rows per second of the ps process's CPU time (user + system), which is
-// the "per ps core" figure independent of how busy the client is. Those run
+// faults (a buffer not reused costs one fault per page). Embedding gathers
+// and sparse Adagrad updates are reported as rows/s, plus rows per second of
+// the ps process's CPU time (user + system), which is the "per ps core"
+// figure independent of how busy the client is. Those run
 // with in_flight = 1 (one request at a time: the Time column is then one
 // request's latency) and in_flight = 4 (four requests outstanding through
 // the client's async API, as pipelined steps of several workers would
