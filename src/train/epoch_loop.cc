@@ -12,28 +12,6 @@
 #include "base/status_macros.h"
 
 namespace psflow {
-namespace {
-
-// The checkpoint a ps recovery went back to.
-struct PsRollback {
-  std::string path;
-  int64_t iterations = 0;
-};
-
-// Restores every ps task from the latest checkpoint (recreating the parts a
-// restarted ps lost).
-absl::StatusOr<PsRollback> restore_after_ps_loss(const CheckpointManager& checkpoints) {
-  std::optional<std::string> latest = checkpoints.latest_checkpoint();
-  if (!latest.has_value()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "a ps restarted but ", checkpoints.directory(), " holds no checkpoint to restore"));
-  }
-  PSFLOW_RETURN_IF_ERROR(checkpoints.checkpoint().restore(*latest));
-  PSFLOW_ASSIGN_OR_RETURN(int64_t iterations, load_checkpoint_iterations(*latest));
-  return PsRollback{*latest, iterations};
-}
-
-}  // namespace
 
 absl::Status validate_ps_recovery_options(const TrainOptions& o) {
   if (o.ps_recovery && o.run_dir.empty()) {
@@ -82,24 +60,23 @@ absl::StatusOr<EpochLoop> EpochLoop::create(const ClusterSpec& spec, const Train
     loop.checkpoints_.emplace(std::move(manager));
   }
   if (options.ps_recovery) {
-    PSFLOW_ASSIGN_OR_RETURN(loop.ps_monitor_,
-                            PsMonitor::create(spec, absl::Now() + absl::Seconds(60)));
-    // Recovery restores the latest checkpoint: there must be one from the
-    // start (ckpt-0 on a fresh run).
-    if (!loop.checkpoints_->latest_checkpoint().has_value()) {
-      PSFLOW_RETURN_IF_ERROR(loop.checkpoints_->save().status());
-    }
+    // Saves ckpt-0 on a fresh run: a recovery always has a checkpoint.
+    PsRecoveryOptions recovery;
+    recovery.timeout = absl::Seconds(options.ps_recovery_timeout_seconds);
+    recovery.max_recoveries = options.max_ps_recoveries;
+    recovery.out = options.out;
+    PSFLOW_ASSIGN_OR_RETURN(loop.ps_recovery_,
+                            PsRecovery::create(spec, *loop.checkpoints_, recovery));
   }
   return loop;
 }
 
 absl::Status EpochLoop::run(const EpochHooks& hooks) {
   const TrainOptions& options = *options_;
+  if (first_epoch_ > options.epochs) return hooks.report_restored();
   // Steps applied since the model was last checkpointed or restored: what a
   // ps recovery rolls back.
-  if (first_epoch_ > options.epochs) return hooks.report_restored();
   int64_t unsaved_steps = 0;
-  int recoveries = 0;
   for (int epoch = first_epoch_; epoch <= options.epochs;) {
     int64_t completed = 0;
     absl::Status epoch_status = hooks.run_epoch(epoch, &completed);
@@ -112,31 +89,13 @@ absl::Status EpochLoop::run(const EpochHooks& hooks) {
       ++epoch;
       continue;
     }
-    if (!ps_monitor_.has_value()) return epoch_status;
-    PSFLOW_ASSIGN_OR_RETURN(
-        std::vector<std::string> restarted,
-        ps_monitor_->restarted_since(
-            epoch_status, absl::Now() + absl::Seconds(options.ps_recovery_timeout_seconds),
-            options.out));
-    if (restarted.empty()) return epoch_status;  // Not a ps fault.
-    if (++recoveries > options.max_ps_recoveries) {
-      return absl::UnavailableError(absl::StrCat(
-          "parameter server(s) ", absl::StrJoin(restarted, ", "), " restarted; the ",
-          options.max_ps_recoveries, " recoveries allowed per run are used up (last error: ",
-          epoch_status.ToString(), ")"));
-    }
-    PSFLOW_ASSIGN_OR_RETURN(PsRollback rollback, restore_after_ps_loss(*checkpoints_));
-    epoch = static_cast<int>(rollback.iterations / steps_per_epoch_) + 1;
+    if (!ps_recovery_.has_value()) return epoch_status;
+    // Returns epoch_status itself when no ps restarted.
+    PSFLOW_ASSIGN_OR_RETURN(PsRecovery::Restored restored, ps_recovery_->recover(epoch_status));
+    epoch = static_cast<int>(restored.iterations.value_or(0) / steps_per_epoch_) + 1;
     hooks.roll_back_to(epoch, unsaved_steps);
     if (options.out != nullptr) {
-      std::fprintf(options.out,
-                   "ps recovery %d: %s restarted (%s); restored all %d ps tasks from %s "
-                   "(%lld steps); %lld completed steps rolled back, training again from "
-                   "epoch %d\n",
-                   recoveries, absl::StrJoin(restarted, ", ").c_str(),
-                   std::string(absl::StatusCodeToString(epoch_status.code())).c_str(),
-                   ps_monitor_->num_tasks(), rollback.path.c_str(),
-                   static_cast<long long>(rollback.iterations),
+      std::fprintf(options.out, "%lld completed steps rolled back, training again from epoch %d\n",
                    static_cast<long long>(unsaved_steps), epoch);
       std::fflush(options.out);
     }

@@ -3,7 +3,7 @@
 // <run_dir>/checkpoints, a rerun on the same run directory resuming from
 // the latest one, and with TrainOptions::ps_recovery, surviving a restarted
 // ps by restoring every ps from the latest checkpoint and training again
-// from there (train/ps_recovery.h, docs/fault_tolerance.md).
+// from there (psflow/ps_recovery.h, docs/fault_tolerance.md).
 #ifndef PSFLOW_TRAIN_EPOCH_LOOP_H_
 #define PSFLOW_TRAIN_EPOCH_LOOP_H_
 
@@ -19,7 +19,7 @@
 #include "psflow/cluster_spec.h"
 #include "psflow/optimizer.h"
 #include "psflow/variable.h"
-#include "train/ps_recovery.h"
+#include "psflow/ps_recovery.h"
 #include "train/trainer.h"
 
 namespace psflow {
@@ -77,7 +77,7 @@ class EpochLoop {
   int64_t steps_per_epoch_;
   int first_epoch_ = 1;
   std::optional<CheckpointManager> checkpoints_;
-  std::optional<PsMonitor> ps_monitor_;
+  std::optional<PsRecovery> ps_recovery_;
 };
 
 }  // namespace psflow

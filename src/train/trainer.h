@@ -45,7 +45,7 @@ struct TrainOptions {
   // ps_recovery_timeout_seconds for it to come back, restores every ps to
   // the latest checkpoint (saved every epoch, and once before the first)
   // and trains on from there, reporting the steps rolled back; at most
-  // max_ps_recoveries times per run. Needs run_dir. See train/ps_recovery.h.
+  // max_ps_recoveries times per run. Needs run_dir. See psflow/ps_recovery.h.
   bool ps_recovery = false;
   double ps_recovery_timeout_seconds = 300;
   int max_ps_recoveries = 10;

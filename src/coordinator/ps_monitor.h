@@ -1,19 +1,8 @@
-// Recovery from the loss of a parameter server (internal): telling a ps
-// fault apart from other errors, and waiting for the lost tasks to come
-// back.
-//
-// TF treats a lost ps as fatal; so does psflow by default. With recovery
-// on, the coordinator waits for the ps task to come back (the local
-// launcher, Kubernetes or Slurm restarts it) and restores *every* ps task
-// to the latest checkpoint, not only the restarted one: the surviving ps
-// tasks hold newer values and slots than the checkpoint, and the optimizer's
-// `iterations` lives on one task only, so restoring the lost task alone
-// would mix model states that never existed together and desynchronise the
-// step count the learning-rate schedule and the epoch are derived from.
-// Restoring all of them is the state of a coordinator rerun at that
-// checkpoint; the steps since then are rolled back and trained again.
-#ifndef PSFLOW_TRAIN_PS_RECOVERY_H_
-#define PSFLOW_TRAIN_PS_RECOVERY_H_
+// Watching the ps tasks' incarnations (internal to PsRecovery, see
+// include/psflow/ps_recovery.h): telling a ps fault apart from other
+// errors, and waiting for lost tasks to come back.
+#ifndef PSFLOW_COORDINATOR_PS_MONITOR_H_
+#define PSFLOW_COORDINATOR_PS_MONITOR_H_
 
 #include <cstdint>
 #include <cstdio>
@@ -64,4 +53,4 @@ class PsMonitor {
 
 }  // namespace psflow
 
-#endif  // PSFLOW_TRAIN_PS_RECOVERY_H_
+#endif  // PSFLOW_COORDINATOR_PS_MONITOR_H_

@@ -1,4 +1,4 @@
-#include "train/ps_recovery.h"
+#include "coordinator/ps_monitor.h"
 
 #include <algorithm>
 #include <utility>
