@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
-#include "base/status_macros.h"
+#include "psflow/status_macros.h"
 #include "base/strings.h"
 #include "checkpoint/safetensors.h"
 #include "ps/optimizer.h"

@@ -6,7 +6,7 @@
 #include "absl/random/random.h"
 
 #include "absl/strings/str_cat.h"
-#include "base/status_macros.h"
+#include "psflow/status_macros.h"
 #include "base/strings.h"
 #include "coordinator/closure.h"
 #include "coordinator/remote_structure_walk.h"

@@ -3,7 +3,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "base/status_macros.h"
+#include "psflow/status_macros.h"
 #include "coordinator/cluster.h"
 #include "coordinator/grpc_worker_connection.h"
 #include "coordinator/in_process_worker.h"

@@ -3,7 +3,7 @@
 #include <exception>
 
 #include "absl/strings/str_cat.h"
-#include "base/status_macros.h"
+#include "psflow/status_macros.h"
 #include "base/strings.h"
 
 namespace psflow {

@@ -5,7 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/logging.h"
 #include "base/strings.h"
-#include "base/status_macros.h"
+#include "psflow/status_macros.h"
 #include "coordinator/named_functions.h"
 
 namespace psflow {

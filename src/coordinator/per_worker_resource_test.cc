@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
-#include "base/status_macros.h"
+#include "psflow/status_macros.h"
 #include "coordinator/coordinator_test_util.h"
 #include "coordinator/in_process_worker.h"
 #include "gmock/gmock.h"

@@ -9,7 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
-#include "base/status_macros.h"
+#include "psflow/status_macros.h"
 #include "coordinator/ps_monitor.h"
 
 namespace psflow {

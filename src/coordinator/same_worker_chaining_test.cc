@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
-#include "base/status_macros.h"
+#include "psflow/status_macros.h"
 #include "coordinator/coordinator_test_util.h"
 #include "coordinator/function_runner.h"
 #include "coordinator/result_cache.h"

@@ -13,7 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
-#include "base/status_macros.h"
+#include "psflow/status_macros.h"
 #include "psflow/per_worker.h"
 #include "psflow/per_worker_resource.h"
 

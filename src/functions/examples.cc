@@ -10,7 +10,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "base/status_macros.h"
+#include "psflow/status_macros.h"
 #include "psflow/function_registry.h"
 #include "psflow/per_worker.h"
 #include "psflow/per_worker_resource.h"

@@ -1,7 +1,7 @@
 // Element-wise activations and their derivatives, as Eigen array
 // expressions over the whole buffer.
 #include "absl/strings/str_cat.h"
-#include "base/status_macros.h"
+#include "psflow/status_macros.h"
 #include "nn/checks.h"
 #include "nn/kernels.h"
 #include "psflow/nn.h"

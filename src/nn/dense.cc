@@ -1,6 +1,6 @@
 // Dense layer forward and backward as Eigen GEMMs on the tensors' buffers.
 #include "absl/strings/str_cat.h"
-#include "base/status_macros.h"
+#include "psflow/status_macros.h"
 #include "nn/checks.h"
 #include "psflow/nn.h"
 

@@ -2,7 +2,7 @@
 #include <cstdint>
 
 #include "absl/strings/str_cat.h"
-#include "base/status_macros.h"
+#include "psflow/status_macros.h"
 #include "nn/checks.h"
 #include "nn/kernels.h"
 #include "psflow/nn.h"

@@ -11,7 +11,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
-#include "base/status_macros.h"
+#include "psflow/status_macros.h"
 #include "nn/checks.h"
 #include "psflow/structure.h"
 #include "psflow/tensor.h"

@@ -7,7 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/logging.h"
-#include "base/status_macros.h"
+#include "psflow/status_macros.h"
 #include "base/strings.h"
 #include "ps/prefetch.h"
 #include "tensor/tensor_internal.h"

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
-#include "base/status_macros.h"
+#include "psflow/status_macros.h"
 #include "base/strings.h"
 
 namespace psflow {
@@ -84,9 +84,18 @@ absl::StatusOr<std::shared_ptr<VariableShard>> VariableStore::find(
   absl::ReaderMutexLock lock(&mu_);
   auto it = shards_.find(av(name));
   if (it == shards_.end()) {
+    if (shards_.empty()) {
+      // The usual cause in a running job: the ps was restarted and lost
+      // everything it held.
+      return absl::NotFoundError(absl::StrCat(
+          "no variable named '", av(name),
+          "' on this ps, which holds no variables: if it restarted, its values are lost "
+          "(restore a checkpoint: PsRecovery, psflow train --ps-recovery); otherwise create "
+          "the variable inside strategy.scope() first"));
+    }
     return absl::NotFoundError(absl::StrCat(
         "no variable named '", av(name), "' on this ps (it holds ", shards_.size(),
-        " variables); create it inside strategy.scope() first"));
+        " others); create it inside strategy.scope() first"));
   }
   return it->second;
 }

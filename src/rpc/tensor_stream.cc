@@ -3,7 +3,7 @@
 #include <bit>
 
 #include "absl/strings/str_cat.h"
-#include "base/status_macros.h"
+#include "psflow/status_macros.h"
 #include "tensor/tensor_internal.h"
 #include "tensor/wire.h"
 

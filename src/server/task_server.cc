@@ -13,7 +13,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "base/logging.h"
-#include "base/status_macros.h"
+#include "psflow/status_macros.h"
 #include "base/strings.h"
 #include "psflow/server.h"
 #include "rpc/address.h"

@@ -4,7 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "base/status_macros.h"
+#include "psflow/status_macros.h"
 #include "ps/grpc_execute_codec.h"
 #include "rpc/grpc_status.h"
 

@@ -6,7 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "base/status_macros.h"
+#include "psflow/status_macros.h"
 #include "base/strings.h"
 #include "ps/optimizer.h"
 #include "psflow/strategy.h"

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "base/status_macros.h"
+#include "psflow/status_macros.h"
 #include "base/strings.h"
 #include "strategy/reduce_nest.h"
 #include "strategy/replica_collective.h"

@@ -2,7 +2,7 @@
 #include "psflow/variable.h"
 
 #include "absl/strings/str_cat.h"
-#include "base/status_macros.h"
+#include "psflow/status_macros.h"
 #include "base/strings.h"
 #include "psflow/cluster_spec.h"
 #include "strategy/request_batch.h"

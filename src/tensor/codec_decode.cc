@@ -8,7 +8,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "base/status_macros.h"
+#include "psflow/status_macros.h"
 #include "tensor/codec.h"
 #include "tensor/codec_internal.h"
 #include "tensor/format.h"

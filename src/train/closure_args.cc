@@ -1,7 +1,7 @@
 #include "train/closure_args.h"
 
 #include "absl/strings/str_cat.h"
-#include "base/status_macros.h"
+#include "psflow/status_macros.h"
 #include "base/strings.h"
 
 namespace psflow {

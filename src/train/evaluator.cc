@@ -11,7 +11,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "base/status_macros.h"
+#include "psflow/status_macros.h"
 #include "data/idx_reader.h"
 #include "nlohmann/json.hpp"
 #include "psflow/checkpoint.h"

@@ -2,7 +2,7 @@
 
 #include <utility>
 
-#include "base/status_macros.h"
+#include "psflow/status_macros.h"
 #include "ps/optimizer.h"
 #include "psflow/cluster_resolver.h"
 

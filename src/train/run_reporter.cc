@@ -6,7 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
-#include "base/status_macros.h"
+#include "psflow/status_macros.h"
 #include "train/run_files.h"
 
 namespace psflow {

@@ -11,7 +11,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
-#include "base/status_macros.h"
+#include "psflow/status_macros.h"
 #include "train/closure_args.h"
 #include "base/strings.h"
 #include "data/idx_reader.h"

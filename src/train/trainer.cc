@@ -9,7 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
-#include "base/status_macros.h"
+#include "psflow/status_macros.h"
 #include "data/idx_reader.h"
 #include "nlohmann/json.hpp"
 #include "ps/optimizer.h"

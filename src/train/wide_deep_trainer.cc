@@ -8,7 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "base/status_macros.h"
+#include "psflow/status_macros.h"
 #include "nlohmann/json.hpp"
 #include "ps/optimizer.h"
 #include "psflow/cluster_coordinator.h"

@@ -16,7 +16,7 @@
 
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
-#include "base/status_macros.h"
+#include "psflow/status_macros.h"
 #include "base/test_util.h"
 #include "gtest/gtest.h"
 #include "psflow/cluster_coordinator.h"

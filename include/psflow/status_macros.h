@@ -1,9 +1,12 @@
-// Status propagation helpers used across every layer.
-#ifndef PSFLOW_BASE_STATUS_MACROS_H_
-#define PSFLOW_BASE_STATUS_MACROS_H_
+// Status propagation helpers, for psflow's own code and for functions of
+// yours (PSFLOW_FUNCTION bodies return absl::StatusOr<Structure>).
+#ifndef PSFLOW_STATUS_MACROS_H_
+#define PSFLOW_STATUS_MACROS_H_
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+
+#include <utility>
 
 #define PSFLOW_CONCAT_INNER_(a, b) a##b
 #define PSFLOW_CONCAT_(a, b) PSFLOW_CONCAT_INNER_(a, b)
@@ -23,4 +26,4 @@
   if (!tmp.ok()) return tmp.status();                 \
   lhs = std::move(tmp).value()
 
-#endif  // PSFLOW_BASE_STATUS_MACROS_H_
+#endif  // PSFLOW_STATUS_MACROS_H_

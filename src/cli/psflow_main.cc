@@ -1,0 +1,64 @@
+// psflow_main and run_task_if_started_as_one (psflow/main.h): the command
+// line, one binary for every role, chosen by subcommand.
+#include <CLI/CLI.hpp>
+#include <optional>
+#include <string_view>
+#include <string>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "base/version.h"
+#include "cli/commands.h"
+#include "cli/signals.h"
+#include "psflow/main.h"
+
+namespace psflow {
+namespace {
+
+// What every role needs before it starts a thread.
+void prepare_process() {
+  // Before anything starts a thread (see block_termination_signals).
+  block_termination_signals();
+  // Debian builds abseil with mutex deadlock detection on: it records every
+  // lock order in a global graph, 1-3% of a ps's CPU under load (see
+  // docs/benchmarks.md). Unit tests (which link their own mains) keep it.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+}
+
+}  // namespace
+
+std::optional<int> run_task_if_started_as_one(int argc, char** argv) {
+  if (argc < 2 || std::string_view(argv[1]) != "server") return std::nullopt;
+  prepare_process();
+  CLI::App app("A psflow task: serves one ps or worker task of a cluster.");
+  app.require_subcommand(1);
+  const Command server = add_server_command(app);
+  CLI11_PARSE(app, argc, argv);
+  return server.run();
+}
+
+int psflow_main(int argc, char** argv) {
+  prepare_process();
+
+  CLI::App app(
+      "psflow: asynchronous parameter-server training (TensorFlow's "
+      "ParameterServerStrategy, native).\nRun `psflow train` to train on an embedded local "
+      "cluster; `psflow <command> --help` for details.",
+      "psflow");
+  app.set_version_flag("--version", std::string(version()));
+  app.require_subcommand(1);
+  const std::vector<Command> commands = {
+      add_train_command(app),
+      add_eval_command(app),
+      add_server_command(app),
+      add_local_cluster_command(app),
+      add_version_command(app),
+  };
+  CLI11_PARSE(app, argc, argv);
+  for (const Command& command : commands) {
+    if (command.app->parsed()) return command.run();
+  }
+  return kExitUsage;
+}
+
+}  // namespace psflow

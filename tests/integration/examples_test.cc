@@ -1,0 +1,95 @@
+// The programs in examples/, run as users run them: each is its own
+// coordinator and, through psflow/main.h, its own ps and worker tasks.
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "test_process.h"
+
+namespace psflow {
+namespace {
+
+using ::psflow::testing::test_environment;
+using ::psflow::testing::TestProcess;
+using ::testing::HasSubstr;
+
+struct ExampleRun {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+ExampleRun run_example(const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {PSFLOW_CUSTOM_TRAINING_LOOP_PATH};
+  argv.insert(argv.end(), args.begin(), args.end());
+  TestProcess example(argv, test_environment());
+  ExampleRun run;
+  if (example.pid() <= 0) return run;
+  run.out = example.read_stdout(absl::Now() + absl::Seconds(240));
+  run.exit_code = example.wait_exit_code(absl::Now() + absl::Seconds(30));
+  run.err = example.read_stderr(absl::Now() + absl::Seconds(5));
+  return run;
+}
+
+// The largest error of the learned parameters, from the last line.
+double parameter_error(const std::string& out) {
+  const std::string marker = "largest parameter error ";
+  const size_t at = out.rfind(marker);
+  if (at == std::string::npos) return 1e9;
+  double error = 1e9;
+  if (!absl::SimpleAtod(out.substr(at + marker.size(), out.find('\n', at) - at - marker.size()),
+                        &error)) {
+    return 1e9;
+  }
+  return error;
+}
+
+// Linear regression on a local cluster of the example binary itself: a ps
+// killed at step 150 costs the steps since the checkpoint at 100, every
+// step applies once in the end, and the weights are learned. A rerun on the
+// same directory resumes from the last checkpoint and has nothing to do.
+TEST(ExamplesTest, CustomTrainingLoopLearnsSurvivesAKilledPsAndResumes) {
+  const std::string dir = ::testing::TempDir() + "/psflow-example-custom-loop";
+  std::filesystem::remove_all(dir);
+  const ExampleRun first = run_example({"--steps", "300", "--kill-ps-at", "150", "--num-workers", "2",
+                                 "--checkpoint-dir", dir});
+  ASSERT_EQ(first.exit_code, 0) << first.out << first.err;
+  EXPECT_THAT(first.out, HasSubstr("w: 2 parts on /job:ps/replica:0/task:0/device:CPU:0 and "
+                                   "/job:ps/replica:0/task:1/device:CPU:0"));
+  EXPECT_THAT(first.out, HasSubstr("killing ps 1 at step 150"));
+  EXPECT_THAT(first.out, HasSubstr("ps recovery 1: /job:ps/replica:0/task:1 restarted"));
+  EXPECT_THAT(first.out, HasSubstr(absl::StrCat("restored all 2 ps tasks from ", dir,
+                                                "/ckpt-100 (100 steps)")));
+  EXPECT_THAT(first.out, HasSubstr("done: 300 optimizer steps"));
+  EXPECT_THAT(first.out, HasSubstr("1 ps recoveries"));
+  EXPECT_LT(parameter_error(first.out), 0.01) << first.out;
+
+  const ExampleRun rerun = run_example({"--steps", "300", "--checkpoint-dir", dir});
+  ASSERT_EQ(rerun.exit_code, 0) << rerun.out << rerun.err;
+  EXPECT_THAT(rerun.out, HasSubstr(absl::StrCat("resumed from ", dir, "/ckpt-300 at step 300")));
+  EXPECT_THAT(rerun.out, HasSubstr("done: 300 optimizer steps"));
+  EXPECT_THAT(rerun.out, HasSubstr("0 ps recoveries"));
+  EXPECT_LT(parameter_error(rerun.out), 0.01) << rerun.out;
+  std::filesystem::remove_all(dir);
+}
+
+// Started as a task with a bad role, the program says why and exits 2, as
+// `psflow server` does.
+TEST(ExamplesTest, ABadTaskRoleIsAUsageError) {
+  TestProcess example(
+      {PSFLOW_CUSTOM_TRAINING_LOOP_PATH, "server"},
+      test_environment(
+          {{"TF_CONFIG", R"({"cluster": {"ps": ["127.0.0.1:1"]}, "task": {"type": "ps", "index": 3}})"}}));
+  ASSERT_GT(example.pid(), 0);
+  const std::string err = example.read_stderr(absl::Now() + absl::Seconds(30));
+  EXPECT_EQ(example.wait_exit_code(absl::Now() + absl::Seconds(30)), 2) << err;
+  EXPECT_THAT(err, HasSubstr("No task with index 3 in job 'ps'"));
+}
+
+}  // namespace
+}  // namespace psflow
