@@ -16,7 +16,9 @@
 // the client's async API, as pipelined steps of several workers would
 // keep them; still one ps process). BM_GatherKernel and
 // BM_SparseAdagradKernel apply the same ops to a VariableShard in this
-// process without RPC, which separates the ps's row kernels from transport.
+// process without RPC, which separates the ps's row kernels from transport;
+// BM_NonFiniteScanKernel times the ps's NaN / infinity check of the same
+// gradient rows.
 //
 // The *Proto benchmarks use the v1::ExecuteRequest interface (tensors copied
 // into TensorProto strings and out again on the client); the others the
@@ -47,6 +49,7 @@
 #include "absl/time/clock.h"
 #include "base/logging.h"
 #include "ps/execute.h"
+#include "ps/optimizer_kernels.h"
 #include "ps/variable_client.h"
 #include "ps/variable_shard.h"
 #include "psflow/local_cluster.h"
@@ -590,6 +593,19 @@ void BM_SparseAdagradKernel(benchmark::State& state) {
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) * kIdsPerRequest);
 }
 
+// The ps's check of an update for NaN and infinity (NonFinitePolicy::
+// kReject) over one sparse request's gradient rows (1,024 ids of `dim`
+// floats): the cost it adds to BM_SparseAdagrad, next to the row kernel
+// above.
+void BM_NonFiniteScanKernel(benchmark::State& state) {
+  const SparseAdagradInputs in(state.range(0));
+  const float* rows = in.grads.flat<float>().data();
+  const int64_t n = in.grads.num_elements();
+  for (auto _ : state) benchmark::DoNotOptimize(internal::first_non_finite(rows, n));
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) * kIdsPerRequest);
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * n * 4);
+}
+
 void sizes(benchmark::internal::Benchmark* b) {
   b->Arg(4 << 10)->Arg(256 << 10)->Arg(4 << 20)->Arg(64 << 20)->UseRealTime();
 }
@@ -614,6 +630,7 @@ BENCHMARK(BM_Gather)->Apply(embedding_args);
 BENCHMARK(BM_SparseAdagrad)->Apply(embedding_args);
 BENCHMARK(BM_GatherKernel)->ArgName("dim")->Arg(16)->Arg(64)->UseRealTime();
 BENCHMARK(BM_SparseAdagradKernel)->ArgName("dim")->Arg(16)->Arg(64)->UseRealTime();
+BENCHMARK(BM_NonFiniteScanKernel)->ArgName("dim")->Arg(16)->Arg(64)->UseRealTime();
 BENCHMARK(BM_PullProto)->Apply(sizes);
 BENCHMARK(BM_PushProto)->Apply(sizes);
 BENCHMARK(BM_ReadScalarLatencyProto)->UseRealTime();

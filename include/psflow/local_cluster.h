@@ -44,6 +44,10 @@ struct LocalClusterOptions {
   // start-up fails start() instead.
   int max_restarts = 0;
   absl::Duration restart_backoff = absl::Milliseconds(100);
+  // Added to every task's command line after `server` (see `psflow server
+  // --help`), e.g. {"--non-finite-updates=allow"}. A flag the tasks refuse
+  // makes start() fail with their error in the task logs.
+  std::vector<std::string> server_flags;
 };
 
 // Starts M ps and N worker tasks as children of this process, waits until

@@ -12,6 +12,24 @@
 
 namespace psflow {
 
+// What a ps does with an update that carries a NaN or an infinity.
+// TensorFlow applies it, and from then on the variable is NaN for every
+// worker: in asynchronous training one bad step (a corrupt example, an
+// overflow) poisons the shared model for good. Updates are the arithmetic
+// ops: assign_add / assign_sub, scatter_add / sub / mul / div / min / max,
+// and the optimizers' dense and sparse gradients. Values set outright
+// (variable creation, assign, scatter_update, checkpoint restore) are
+// stored as given under either policy, and a finite update that overflows
+// a variable is not caught.
+enum class NonFinitePolicy {
+  // INVALID_ARGUMENT naming the variable, the op and the first bad element;
+  // nothing in the request is applied. The closure fails like any
+  // application error, so training stops and says where.
+  kReject,
+  // Applied as given, as TensorFlow does.
+  kAllow,
+};
+
 struct ServerOptions {
   // Where to listen. Empty: the task's own address when its host is a
   // loopback address or "localhost", else "[::]:<port>" (all interfaces, as
@@ -34,6 +52,9 @@ struct ServerOptions {
   // the worker's. Ignored by a ps.
   int64_t result_cache_entries = 1024;
   int64_t result_cache_bytes = int64_t{64} << 20;
+  // A ps's answer to NaN and infinite updates (see NonFinitePolicy).
+  // Ignored by a worker.
+  NonFinitePolicy non_finite_updates = NonFinitePolicy::kReject;
 };
 
 // Largest result_cache_entries and result_cache_bytes Server::create

@@ -37,6 +37,7 @@ struct LocalClusterFlags {
   double startup_timeout_seconds = 30;
   std::string binary;
   int max_restarts = 0;
+  std::string non_finite_updates = "reject";
 };
 void add_local_cluster_flags(CLI::App& command, LocalClusterFlags& flags);
 [[nodiscard]] LocalClusterOptions to_local_cluster_options(const LocalClusterFlags& flags);

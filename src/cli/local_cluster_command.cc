@@ -34,6 +34,12 @@ void add_local_cluster_flags(CLI::App& command, LocalClusterFlags& flags) {
       ->check(CLI::Range(0, 1000));
   command.add_option("--binary", flags.binary,
                      "psflow binary the tasks run (default: this program)");
+  command
+      .add_option("--non-finite-updates", flags.non_finite_updates,
+                  "What the ps tasks do with updates holding NaN or infinity: reject (the "
+                  "step fails naming the variable) or allow (applied, as TensorFlow does)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"reject", "allow"}));
 }
 
 LocalClusterOptions to_local_cluster_options(const LocalClusterFlags& flags) {
@@ -45,6 +51,7 @@ LocalClusterOptions to_local_cluster_options(const LocalClusterFlags& flags) {
   options.startup_timeout = absl::Seconds(flags.startup_timeout_seconds);
   options.binary_path = flags.binary;
   options.max_restarts = flags.max_restarts;
+  options.server_flags = {"--non-finite-updates=" + flags.non_finite_updates};
   return options;
 }
 

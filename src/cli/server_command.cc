@@ -24,6 +24,7 @@ struct ServerFlags {
   bool reuse_port = false;
   int64_t result_cache_entries = ServerOptions{}.result_cache_entries;
   int64_t result_cache_mib = ServerOptions{}.result_cache_bytes >> 20;
+  std::string non_finite_updates = "reject";
 };
 
 int usage_error(std::string_view message) {
@@ -110,6 +111,14 @@ int run_server(const ServerFlags& flags) {
   }
   options.result_cache_entries = flags.result_cache_entries;
   options.result_cache_bytes = flags.result_cache_mib << 20;
+  if (flags.non_finite_updates == "reject") {
+    options.non_finite_updates = NonFinitePolicy::kReject;
+  } else if (flags.non_finite_updates == "allow") {
+    options.non_finite_updates = NonFinitePolicy::kAllow;
+  } else {
+    return usage_error(absl::StrCat("--non-finite-updates '", flags.non_finite_updates,
+                                    "' is not a policy; use reject or allow"));
+  }
   absl::StatusOr<std::unique_ptr<Server>> server =
       Server::create(role->spec, role->job, role->index, options);
   if (!server.ok()) return usage_error(sv(server.status().message()));
@@ -161,6 +170,11 @@ Command add_server_command(CLI::App& parent) {
       ->capture_default_str();
   app->add_option("--result-cache-mib", flags->result_cache_mib,
                   "Worker: most MiB those results may take, least recently used evicted first")
+      ->capture_default_str();
+  app->add_option("--non-finite-updates", flags->non_finite_updates,
+                  "Ps: what to do with updates (gradients, deltas, scatter updates) holding NaN "
+                  "or infinity: reject (the request fails naming the variable, nothing is "
+                  "applied) or allow (applied, as TensorFlow does)")
       ->capture_default_str();
   return Command{app, [flags] { return run_server(*flags); }};
 }

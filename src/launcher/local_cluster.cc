@@ -283,6 +283,8 @@ class LocalClusterImpl final : public LocalCluster {
     request.binary = binary_;
     // --reuse-port: the port is held by our reservation socket.
     request.argv = {binary_, "server", "--reuse-port"};
+    request.argv.insert(request.argv.end(), options_.server_flags.begin(),
+                        options_.server_flags.end());
     request.env =
         child_environment(absl::StrCat(R"({"cluster":)", spec_.to_json(), R"(,"task":{"type":")",
                                        task.job, R"(","index":)", task.index, "}}"));

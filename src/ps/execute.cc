@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "psflow/status_macros.h"
 #include "base/strings.h"
+#include "ps/optimizer_kernels.h"
 #include "ps/snapshot_results.h"
 #include "tensor/codec.h"
 
@@ -44,6 +45,47 @@ bool needs_value(Op::Kind kind) {
 
 bool needs_ids(Op::Kind kind) {
   return kind == Op::GATHER || kind == Op::APPLY_SPARSE || scatter_op(kind).has_value();
+}
+
+// What the value of an arithmetic update is called in errors; null for ops
+// whose value is stored outright (NonFinitePolicy leaves those alone).
+const char* update_value_name(Op::Kind kind) {
+  switch (kind) {
+    case Op::ASSIGN_ADD:
+    case Op::ASSIGN_SUB: return "delta";
+    case Op::APPLY_DENSE:
+    case Op::APPLY_SPARSE: return "gradient";
+    case Op::SCATTER_ADD:
+    case Op::SCATTER_SUB:
+    case Op::SCATTER_MUL:
+    case Op::SCATTER_DIV:
+    case Op::SCATTER_MIN:
+    case Op::SCATTER_MAX: return "updates";
+    default: return nullptr;
+  }
+}
+
+// NonFinitePolicy::kReject for one op, after prepare() checked its dtype.
+absl::Status check_finite_update(const VariableOpArgs& op) {
+  const char* what = update_value_name(op.kind);
+  if (what == nullptr || !op.value.valid()) return absl::OkStatus();
+  const int64_t n = op.value.num_elements();
+  int64_t at = -1;
+  double bad = 0;
+  if (op.value.dtype() == DType::kFloat32) {
+    at = internal::first_non_finite(op.value.flat<float>().data(), n);
+    if (at >= 0) bad = op.value.flat<float>()[static_cast<size_t>(at)];
+  } else if (op.value.dtype() == DType::kFloat64) {
+    at = internal::first_non_finite(op.value.flat<double>().data(), n);
+    if (at >= 0) bad = op.value.flat<double>()[static_cast<size_t>(at)];
+  }
+  if (at < 0) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "the ", what, std::string_view(what) == "updates" ? " hold " : " holds ", bad,
+      " at element ", at, " of ", n,
+      "; this ps rejects non-finite updates (NonFinitePolicy::kReject), so nothing in the "
+      "request was applied: find the step that produced it, or start the ps with "
+      "--non-finite-updates=allow to apply such updates as TensorFlow does"));
 }
 
 absl::Status with_op_context(const absl::Status& s, size_t index, Op::Kind kind,
@@ -296,6 +338,10 @@ absl::Status execute_variable_ops(VariableStore& store, ExecuteBatch& batch,
     VariableOpArgs& op = batch.ops[i];
     PSFLOW_RETURN_IF_ERROR(with_op_context(
         prepare(store, op, batch.optimizers, &prepared[i]), i, op.kind, op.variable));
+    if (store.non_finite_updates() == NonFinitePolicy::kReject) {
+      PSFLOW_RETURN_IF_ERROR(
+          with_op_context(check_finite_update(op), i, op.kind, op.variable));
+    }
   }
   // Claimed only once everything validated, so a rejected request never
   // uses up its key; a duplicate skips its updates but answers its reads.

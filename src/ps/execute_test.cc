@@ -1,5 +1,13 @@
 #include "ps/execute.h"
 
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "ps/optimizer_kernels.h"
+
 #include "gtest/gtest.h"
 #include "tensor/codec.h"
 
@@ -145,6 +153,106 @@ namespace {
 // Exactly-once: a request whose update key was applied before skips its
 // updates but still answers its reads; a rejected request does not use up
 // its key.
+// NonFinitePolicy::kReject (the default): an update holding NaN or an
+// infinity fails the whole batch naming the op, the variable and the
+// element; nothing is applied. Values set outright are stored as given.
+TEST_F(ExecuteTest, NonFiniteUpdatesAreRejectedByDefaultAndChangeNothing) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  struct Case {
+    Op::Kind kind;
+    std::string variable;
+    Tensor value;
+    Tensor ids;
+    std::string needle;
+  };
+  const std::vector<Case> cases = {
+      {Op::ASSIGN_ADD, "b", Tensor::from_vector<float>({1, nan}, {2}), Tensor(),
+       "op 1 (ASSIGN_ADD 'b'): the delta holds nan at element 1 of 2"},
+      {Op::ASSIGN_SUB, "b", Tensor::from_vector<float>({-inf, 1}, {2}), Tensor(),
+       "the delta holds -inf at element 0 of 2"},
+      {Op::APPLY_DENSE, "b", Tensor::from_vector<float>({inf, 0}, {2}), Tensor(),
+       "op 1 (APPLY_DENSE 'b'): the gradient holds inf at element 0"},
+      {Op::APPLY_SPARSE, "w", Tensor::from_vector<float>({1, 2, 3, nan}, {2, 2}),
+       Tensor::from_vector<int64_t>({0, 2}, {2}), "the gradient holds nan at element 3 of 4"},
+      {Op::SCATTER_ADD, "w", Tensor::from_vector<float>({nan, 0}, {1, 2}),
+       Tensor::from_vector<int64_t>({1}, {1}), "the updates hold"},
+      {Op::SCATTER_MAX, "w", Tensor::from_vector<float>({0, inf}, {1, 2}),
+       Tensor::from_vector<int64_t>({1}, {1}), "the updates hold"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(Op::Kind_Name(c.kind));
+    ExecuteBatch batch;
+    batch.optimizers.push_back(OptimizerConfig());
+    VariableOpArgs good;  // applied only if the whole batch is
+    good.kind = Op::ASSIGN_ADD;
+    good.variable = "b";
+    good.value = Tensor::from_vector<float>({10, 10}, {2});
+    batch.ops.push_back(good);
+    VariableOpArgs bad;
+    bad.kind = c.kind;
+    bad.variable = c.variable;
+    bad.value = c.value;
+    bad.ids = c.ids;
+    bad.learning_rate = 0.1;
+    batch.ops.push_back(bad);
+    std::vector<Tensor> results;
+    const absl::Status status = execute_variable_ops(store_, batch, &results);
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(status.message(), ::testing::HasSubstr(c.needle));
+    EXPECT_THAT(status.message(), ::testing::HasSubstr("--non-finite-updates=allow"));
+    EXPECT_EQ(store_.find("b").value()->read(), Tensor::from_vector<float>({0.5f, -0.5f}, {2}));
+    EXPECT_EQ(store_.find("w").value()->read(),
+              Tensor::from_vector<float>({1, 2, 3, 4, 5, 6}, {3, 2}));
+  }
+
+  // Set outright: stored as given.
+  ExecuteBatch assign;
+  VariableOpArgs op;
+  op.kind = Op::ASSIGN;
+  op.variable = "b";
+  op.value = Tensor::from_vector<float>({nan, 1}, {2});
+  assign.ops.push_back(op);
+  std::vector<Tensor> results;
+  ASSERT_TRUE(execute_variable_ops(store_, assign, &results).ok());
+  EXPECT_TRUE(std::isnan(store_.find("b").value()->read().flat<float>()[0]));
+}
+
+TEST(ExecuteNonFiniteTest, AllowAppliesNonFiniteUpdatesAsTensorFlowDoes) {
+  VariableStore store(NonFinitePolicy::kAllow);
+  ASSERT_TRUE(store.create("b", Tensor::from_vector<float>({1, 2}, {2})).ok());
+  ExecuteBatch batch;
+  VariableOpArgs op;
+  op.kind = Op::ASSIGN_ADD;
+  op.variable = "b";
+  op.value = Tensor::from_vector<float>({std::numeric_limits<float>::infinity(), 1}, {2});
+  batch.ops.push_back(op);
+  std::vector<Tensor> results;
+  ASSERT_TRUE(execute_variable_ops(store, batch, &results).ok());
+  const Tensor value = store.find("b").value()->read();
+  EXPECT_TRUE(std::isinf(value.flat<float>()[0]));
+  EXPECT_EQ(value.flat<float>()[1], 3);
+}
+
+// The block scan finds the first bad element wherever it is, in both float
+// types, and says -1 when there is none.
+TEST(ExecuteNonFiniteTest, FirstNonFiniteFindsTheFirstBadElement) {
+  std::vector<float> f(5000, 1.5f);
+  EXPECT_EQ(internal::first_non_finite(f.data(), static_cast<int64_t>(f.size())), -1);
+  f[4097] = std::numeric_limits<float>::quiet_NaN();
+  f[4999] = -std::numeric_limits<float>::infinity();
+  EXPECT_EQ(internal::first_non_finite(f.data(), static_cast<int64_t>(f.size())), 4097);
+  f[3] = std::numeric_limits<float>::infinity();
+  EXPECT_EQ(internal::first_non_finite(f.data(), static_cast<int64_t>(f.size())), 3);
+  // The largest finite value and subnormals are finite.
+  std::vector<double> d = {std::numeric_limits<double>::max(),
+                           std::numeric_limits<double>::denorm_min(), -0.0};
+  EXPECT_EQ(internal::first_non_finite(d.data(), 3), -1);
+  d.push_back(std::numeric_limits<double>::signaling_NaN());
+  EXPECT_EQ(internal::first_non_finite(d.data(), 4), 3);
+  EXPECT_EQ(internal::first_non_finite(d.data(), 0), -1);
+}
+
 TEST(ExecuteUpdateKeyTest, DuplicateKeysSkipUpdatesButAnswerReads) {
   VariableStore store;
   ASSERT_TRUE(store.create("c", Tensor::scalar<int64_t>(0)).ok());

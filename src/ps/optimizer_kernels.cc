@@ -1,6 +1,8 @@
 #include "ps/optimizer_kernels.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "ps/prefetch.h"
 
@@ -126,6 +128,49 @@ PSFLOW_ISA_CLONES void update_rows(const UpdateCoefficients<T>& k, T* w, T* s0, 
     case Kind::kFtrl: return rows_loop<Kind::kFtrl, T>(k, w, s0, s1, row_size, ids, grads, count);
   }
 }
+
+namespace {
+
+// The exponent bits of T: all set exactly in a NaN or an infinity.
+template <typename T>
+struct ExponentMask;
+template <>
+struct ExponentMask<float> {
+  using Bits = uint32_t;
+  static constexpr Bits kValue = 0x7f800000u;
+};
+template <>
+struct ExponentMask<double> {
+  using Bits = uint64_t;
+  static constexpr Bits kValue = 0x7ff0000000000000ull;
+};
+
+}  // namespace
+
+template <typename T>
+PSFLOW_ISA_CLONES int64_t first_non_finite(const T* v, int64_t n) {
+  using Bits = typename ExponentMask<T>::Bits;
+  constexpr Bits kMask = ExponentMask<T>::kValue;
+  constexpr int64_t kBlock = 2048;
+  for (int64_t start = 0; start < n; start += kBlock) {
+    const int64_t end = std::min(n, start + kBlock);
+    // Branch-free over the block, so that it vectorizes.
+    Bits any = 0;
+    for (int64_t i = start; i < end; ++i) {
+      Bits bits;
+      std::memcpy(&bits, v + i, sizeof(bits));
+      any |= static_cast<Bits>((bits & kMask) == kMask);
+    }
+    if (any == 0) continue;
+    for (int64_t i = start; i < end; ++i) {
+      if (!std::isfinite(v[i])) return i;
+    }
+  }
+  return -1;
+}
+
+template int64_t first_non_finite<float>(const float*, int64_t);
+template int64_t first_non_finite<double>(const double*, int64_t);
 
 template void update_dense<float>(const UpdateCoefficients<float>&, float*, float*, float*,
                                   const float*, int64_t);

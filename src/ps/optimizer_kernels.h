@@ -50,6 +50,12 @@ template <typename T>
 void update_rows(const UpdateCoefficients<T>& k, T* w, T* s0, T* s1, int64_t row_size,
                  const int64_t* ids, const void* const* grads, size_t count);
 
+// The index of the first NaN or infinity in v[0, n), or -1 when every
+// element is finite. Scans in blocks with the widest vectors the CPU has
+// and looks for the index only in a block that holds one.
+template <typename T>
+[[nodiscard]] int64_t first_non_finite(const T* v, int64_t n);
+
 }  // namespace psflow::internal
 
 #endif  // PSFLOW_PS_OPTIMIZER_KERNELS_H_

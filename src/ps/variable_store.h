@@ -15,6 +15,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "ps/update_key.h"
 #include "ps/variable_shard.h"
+#include "psflow/server.h"
 
 namespace psflow {
 
@@ -23,6 +24,12 @@ namespace psflow {
 // Thread-safety: all methods are thread-safe.
 class VariableStore {
  public:
+  explicit VariableStore(NonFinitePolicy non_finite_updates = NonFinitePolicy::kReject)
+      : non_finite_updates_(non_finite_updates) {}
+
+  // How execute_variable_ops treats updates holding NaN or infinity.
+  [[nodiscard]] NonFinitePolicy non_finite_updates() const { return non_finite_updates_; }
+
   enum class IfExists {
     kReplace,  // a fresh variable replaces the old one (TF's behaviour)
     kKeep,     // keep the stored value when dtype and shape match
@@ -64,6 +71,7 @@ class VariableStore {
   [[nodiscard]] std::vector<std::shared_ptr<VariableShard>> all() const;
 
  private:
+  const NonFinitePolicy non_finite_updates_;
   // Exactly-once bookkeeping; its own lock, taken alone.
   mutable absl::Mutex updates_mu_;
   absl::flat_hash_set<UpdateKey> applied_ ABSL_GUARDED_BY(updates_mu_);

@@ -80,8 +80,9 @@ class TaskServer final : public Server {
     if (job_ == kPsJob) {
       VariableServiceOptions service_options;
       service_options.max_message_bytes = static_cast<size_t>(options_.max_message_bytes);
-      service_ = std::make_unique<VariableServiceImpl>(&status_, std::make_shared<VariableStore>(),
-                                                       service_options);
+      service_ = std::make_unique<VariableServiceImpl>(
+          &status_, std::make_shared<VariableStore>(options_.non_finite_updates),
+          service_options);
     } else {
       service_ = std::make_unique<ExecutorServiceImpl>(&status_,
                                                        executor_options(spec, index_, options_));

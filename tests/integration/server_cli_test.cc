@@ -96,6 +96,18 @@ TEST(ServerCliTest, ResultCacheFlagsAreChecked) {
   }
 }
 
+TEST(ServerCliTest, AnUnknownNonFinitePolicyIsAUsageError) {
+  const std::string tf_config =
+      R"({"cluster": {"ps": ["127.0.0.1:1"], "worker": ["127.0.0.1:2"]},)"
+      R"( "task": {"type": "ps", "index": 0}})";
+  TestProcess server({PSFLOW_BINARY_PATH, "server", "--non-finite-updates", "maybe"},
+                     test_environment({{"TF_CONFIG", tf_config}}));
+  ASSERT_GT(server.pid(), 0);
+  const std::string err = server.read_stderr(absl::Now() + absl::Seconds(30));
+  EXPECT_EQ(server.wait_exit_code(absl::Now() + absl::Seconds(30)), 2);
+  EXPECT_THAT(err, HasSubstr("--non-finite-updates 'maybe' is not a policy; use reject or allow"));
+}
+
 TEST(ServerCliTest, ChiefTaskTypeIsAUsageError) {
   const std::string tf_config =
       R"({"cluster": {"chief": ["127.0.0.1:1"], "ps": ["127.0.0.1:2"], "worker": ["127.0.0.1:3"]},)"
