@@ -63,6 +63,13 @@ struct OptimizerOptions {
 // sparse gradients on a sharded variable, a shard that a step does not
 // touch does not advance, unlike Keras's one global step.
 //
+// Sparse gradients (IndexedSlices) update only the rows they name, in the
+// variable and in its slots: duplicate ids are summed first, and rows no
+// id names keep their value and their slots, whatever the optimizer. For
+// Adam that is TF's LazyAdam (moments of untouched rows do not decay),
+// for momentum TF1's sparse momentum; it is what keeps an embedding
+// update proportional to the rows a batch uses rather than the table.
+//
 // With a schedule, the learning rate of a call is schedule(step), where
 // step is the latest `iterations` value this optimizer (or a copy of it)
 // has seen: it is read back in the same request that increments it, so

@@ -6,9 +6,10 @@
 
 namespace psflow {
 
-// Hyper-parameters of one optimizer. Defaults are Keras's. The learning rate
-// is not here: it travels with every apply call so that schedules need no
-// hot-spot variable.
+// Hyper-parameters of one optimizer. Defaults are Keras's, except
+// `momentum` (0.9; Keras's SGD defaults to 0, which would make kMomentum
+// plain SGD). The learning rate is not here: it travels with every apply
+// call so that schedules need no hot-spot variable.
 // Thread-safety: a value type.
 struct OptimizerConfig {
   enum class Kind { kSgd, kMomentum, kAdagrad, kAdam, kFtrl };

@@ -25,13 +25,16 @@ using Partitioner =
 
 // TF's MinSizePartitioner: shards of at least `min_shard_bytes`, at most
 // `max_shards`; strings count `bytes_per_string` bytes each.
-// INVALID_ARGUMENT when any argument is < 1.
+// INVALID_ARGUMENT when an argument is < 1, in TF's words ("Argument
+// `max_shards` must be positive. Received: 0").
 [[nodiscard]] absl::StatusOr<Partitioner> min_size_partitioner(
     int64_t min_shard_bytes = 256 << 10, int max_shards = 1, int bytes_per_string = 16);
 
 // TF's MaxSizePartitioner: shards of at most `max_shard_bytes` (at least one
-// row each), capped at `max_shards` when given. INVALID_ARGUMENT when
-// max_shard_bytes < 1, max_shards < 1 or bytes_per_string < 1.
+// row each), capped at `max_shards` when given (0 counts as not given, as
+// in TF). INVALID_ARGUMENT in TF's words when max_shard_bytes < 1,
+// max_shards < 0 or bytes_per_string < 1, and for a variable without a
+// dtype; a variable whose rows hold no bytes is not split.
 [[nodiscard]] absl::StatusOr<Partitioner> max_size_partitioner(
     int64_t max_shard_bytes, std::optional<int> max_shards = std::nullopt,
     int bytes_per_string = 16);

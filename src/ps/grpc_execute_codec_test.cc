@@ -78,6 +78,27 @@ ExecuteBatch sample_batch() {
   adam.kind = OptimizerConfig::Kind::kAdam;
   b.optimizers.push_back(adam);
   b.optimizers.push_back(OptimizerConfig());
+  // Every hyper-parameter away from its default, so that each one travels.
+  OptimizerConfig nesterov;
+  nesterov.kind = OptimizerConfig::Kind::kMomentum;
+  nesterov.momentum = 0.75;
+  nesterov.nesterov = true;
+  b.optimizers.push_back(nesterov);
+  OptimizerConfig ftrl;
+  ftrl.kind = OptimizerConfig::Kind::kFtrl;
+  ftrl.initial_accumulator_value = 0.25;
+  ftrl.learning_rate_power = -0.75;
+  ftrl.l1_regularization_strength = 0.01;
+  ftrl.l2_regularization_strength = 0.02;
+  ftrl.beta = 0.5;
+  b.optimizers.push_back(ftrl);
+  OptimizerConfig adagrad;
+  adagrad.kind = OptimizerConfig::Kind::kAdagrad;
+  adagrad.epsilon = 1e-3;
+  adam.beta_1 = 0.8;
+  adam.beta_2 = 0.99;
+  b.optimizers.push_back(adagrad);
+  b.optimizers.push_back(adam);
   b.ops.push_back(op(Op::READ, "w"));
   b.ops.push_back(op(Op::CREATE, "big", big_floats(40000)));
   b.ops.push_back(

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -23,14 +24,44 @@ int64_t row_elements(const Shape& shape) {
 
 bool is_numeric(DType d) { return d != DType::kString && d != DType::kInvalid; }
 
+// Integer arithmetic wraps around (two's complement), as TensorFlow's
+// integer kernels do on common hardware, instead of being undefined: it is
+// done in the unsigned type. That includes the one division that traps the
+// processor, the most negative value by -1, which a request could
+// otherwise use to kill the ps.
+template <typename T>
+T wrapping(ScatterOp op, T a, T b) {
+  using U = std::make_unsigned_t<T>;
+  const U ua = static_cast<U>(a);
+  const U ub = static_cast<U>(b);
+  switch (op) {
+    case ScatterOp::kAdd: return static_cast<T>(static_cast<U>(ua + ub));
+    case ScatterOp::kSub: return static_cast<T>(static_cast<U>(ua - ub));
+    case ScatterOp::kMul: return static_cast<T>(static_cast<U>(ua * ub));
+    case ScatterOp::kDiv:
+      if constexpr (std::is_signed_v<T>) {
+        if (b == -1) return static_cast<T>(static_cast<U>(U{0} - ua));
+      }
+      return static_cast<T>(a / b);  // b != 0: validate_scatter checks it
+    default: return b;
+  }
+}
+
 template <typename T>
 void arith_typed(bool add, Tensor& value, const Tensor& delta) {
-  auto v = value.mutable_vec<T>();
-  auto d = delta.vec<T>();
-  if (add) {
-    v += d;
+  if constexpr (std::is_integral_v<T>) {
+    T* v = value.mutable_flat<T>().data();
+    const T* d = delta.flat<T>().data();
+    const ScatterOp op = add ? ScatterOp::kAdd : ScatterOp::kSub;
+    for (int64_t i = 0; i < value.num_elements(); ++i) v[i] = wrapping<T>(op, v[i], d[i]);
   } else {
-    v -= d;
+    auto v = value.mutable_vec<T>();
+    auto d = delta.vec<T>();
+    if (add) {
+      v += d;
+    } else {
+      v -= d;
+    }
   }
 }
 
@@ -38,12 +69,20 @@ template <typename T>
 T combine(ScatterOp op, T a, T b) {
   switch (op) {
     case ScatterOp::kUpdate: return b;
-    case ScatterOp::kAdd: return static_cast<T>(a + b);
-    case ScatterOp::kSub: return static_cast<T>(a - b);
-    case ScatterOp::kMul: return static_cast<T>(a * b);
-    case ScatterOp::kDiv: return static_cast<T>(a / b);
     case ScatterOp::kMin: return std::min(a, b);
     case ScatterOp::kMax: return std::max(a, b);
+    case ScatterOp::kAdd:
+    case ScatterOp::kSub:
+    case ScatterOp::kMul:
+    case ScatterOp::kDiv:
+      if constexpr (std::is_integral_v<T>) {
+        return wrapping<T>(op, a, b);
+      } else {
+        if (op == ScatterOp::kAdd) return a + b;
+        if (op == ScatterOp::kSub) return a - b;
+        if (op == ScatterOp::kMul) return a * b;
+        return a / b;
+      }
   }
   return b;
 }

@@ -1,5 +1,7 @@
 #include "ps/variable_shard.h"
 
+#include <limits>
+
 #include <functional>
 #include <thread>
 #include <vector>
@@ -113,6 +115,37 @@ TEST(VariableShardTest, BadInputLeavesTheValueUnchanged) {
                 .code(),
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(ints.read(), Tensor::from_vector<int32_t>({4, 4}, {2}));
+}
+
+// Integer updates wrap around instead of being undefined; in particular the
+// most negative value divided by -1 (which traps the processor: a request
+// could kill the ps with it) gives that value back.
+TEST(VariableShardTest, IntegerArithmeticWrapsAndTheTrappingDivisionIsSafe) {
+  using I32 = std::numeric_limits<int32_t>;
+  using I64 = std::numeric_limits<int64_t>;
+  VariableShard i32("i32", Tensor::from_vector<int32_t>({I32::min(), 7, I32::max()}, {3}));
+  ASSERT_TRUE(i32.scatter(ScatterOp::kDiv, Tensor::from_vector<int64_t>({0, 1}, {2}),
+                          Tensor::from_vector<int32_t>({-1, -1}, {2}))
+                  .ok());
+  EXPECT_EQ(i32.read(), Tensor::from_vector<int32_t>({I32::min(), -7, I32::max()}, {3}));
+  ASSERT_TRUE(i32.assign_add(Tensor::from_vector<int32_t>({-1, 0, 1}, {3})).ok());
+  EXPECT_EQ(i32.read(), Tensor::from_vector<int32_t>({I32::max(), -7, I32::min()}, {3}));
+  ASSERT_TRUE(i32.scatter(ScatterOp::kMul, Tensor::from_vector<int64_t>({0}, {1}),
+                          Tensor::from_vector<int32_t>({2}, {1}))
+                  .ok());
+  EXPECT_EQ(i32.read(), Tensor::from_vector<int32_t>({-2, -7, I32::min()}, {3}));
+
+  VariableShard i64("i64", Tensor::from_vector<int64_t>({I64::min(), -9}, {2}));
+  ASSERT_TRUE(i64.scatter(ScatterOp::kDiv, Tensor::from_vector<int64_t>({0, 1}, {2}),
+                          Tensor::from_vector<int64_t>({-1, 2}, {2}))
+                  .ok());
+  EXPECT_EQ(i64.read(), Tensor::from_vector<int64_t>({I64::min(), -4}, {2}));
+  ASSERT_TRUE(i64.assign_sub(Tensor::from_vector<int64_t>({1, 0}, {2})).ok());
+  EXPECT_EQ(i64.read(), Tensor::from_vector<int64_t>({I64::max(), -4}, {2}));
+
+  VariableShard u8("u8", Tensor::from_vector<uint8_t>({250, 3}, {2}));
+  ASSERT_TRUE(u8.assign_add(Tensor::from_vector<uint8_t>({10, 0}, {2})).ok());
+  EXPECT_EQ(u8.read(), Tensor::from_vector<uint8_t>({4, 3}, {2}));
 }
 
 TEST(VariableShardTest, ConcurrentAssignAddIsAtomic) {

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/strings.h"
+#include "psflow/status_macros.h"
 
 namespace psflow {
 namespace {
@@ -35,6 +36,15 @@ int64_t element_bytes(DType dtype, int bytes_per_string) {
                                  : static_cast<int64_t>(dtype_size(dtype));
 }
 
+// TF's argument check: "Argument `min_shard_bytes` must be positive.
+// Received: 0", prefixed with the partitioner.
+absl::Status check_positive(std::string_view partitioner, std::string_view argument,
+                            int64_t value) {
+  if (value >= 1) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(av(partitioner), ": Argument `", av(argument),
+                                                 "` must be positive. Received: ", value));
+}
+
 }  // namespace
 
 absl::StatusOr<Partitioner> fixed_shards_partitioner(int num_shards) {
@@ -51,11 +61,10 @@ absl::StatusOr<Partitioner> fixed_shards_partitioner(int num_shards) {
 
 absl::StatusOr<Partitioner> min_size_partitioner(int64_t min_shard_bytes, int max_shards,
                                                  int bytes_per_string) {
-  if (min_shard_bytes < 1 || max_shards < 1 || bytes_per_string < 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "MinSizePartitioner arguments must be >= 1, got min_shard_bytes = ", min_shard_bytes,
-        ", max_shards = ", max_shards, ", bytes_per_string = ", bytes_per_string));
-  }
+  PSFLOW_RETURN_IF_ERROR(check_positive("MinSizePartitioner", "min_shard_bytes", min_shard_bytes));
+  PSFLOW_RETURN_IF_ERROR(check_positive("MinSizePartitioner", "max_shards", max_shards));
+  PSFLOW_RETURN_IF_ERROR(
+      check_positive("MinSizePartitioner", "bytes_per_string", bytes_per_string));
   return Partitioner([=](const Shape& shape, DType dtype)
                          -> absl::StatusOr<std::vector<int64_t>> {
     if (auto s = check_rank(shape, "MinSizePartitioner"); !s.ok()) return s;
@@ -72,17 +81,23 @@ absl::StatusOr<Partitioner> min_size_partitioner(int64_t min_shard_bytes, int ma
 absl::StatusOr<Partitioner> max_size_partitioner(int64_t max_shard_bytes,
                                                  std::optional<int> max_shards,
                                                  int bytes_per_string) {
-  if (max_shard_bytes < 1 || (max_shards.has_value() && *max_shards < 1) ||
-      bytes_per_string < 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "MaxSizePartitioner arguments must be >= 1, got max_shard_bytes = ", max_shard_bytes,
-        ", max_shards = ", max_shards.has_value() ? absl::StrCat(*max_shards) : "None",
-        ", bytes_per_string = ", bytes_per_string));
+  PSFLOW_RETURN_IF_ERROR(check_positive("MaxSizePartitioner", "max_shard_bytes", max_shard_bytes));
+  // TF tests `max_shards and max_shards < 1`: 0 means no limit, like None.
+  if (max_shards.has_value() && *max_shards == 0) max_shards.reset();
+  if (max_shards.has_value()) {
+    PSFLOW_RETURN_IF_ERROR(check_positive("MaxSizePartitioner", "max_shards", *max_shards));
   }
+  PSFLOW_RETURN_IF_ERROR(
+      check_positive("MaxSizePartitioner", "bytes_per_string", bytes_per_string));
   return Partitioner([=](const Shape& shape, DType dtype)
                          -> absl::StatusOr<std::vector<int64_t>> {
     if (auto s = check_rank(shape, "MaxSizePartitioner"); !s.ok()) return s;
-    if (shape[0] == 0) return on_axis0(shape, 1);
+    if (dtype == DType::kInvalid) {
+      return absl::InvalidArgumentError("MaxSizePartitioner requires a DType; got none");
+    }
+    // No rows, or rows of no bytes (shape [n, 0]): nothing to split (TF
+    // would divide by zero).
+    if (shape[0] == 0 || num_elements(shape) == 0) return on_axis0(shape, 1);
     const double bytes_per_slice = static_cast<double>(num_elements(shape)) /
                                    static_cast<double>(shape[0]) *
                                    static_cast<double>(element_bytes(dtype, bytes_per_string));

@@ -1,5 +1,9 @@
 #include "psflow/partitioners.h"
 
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "gtest/gtest.h"
 
 namespace psflow {
@@ -31,9 +35,14 @@ TEST(PartitionersTest, MinSize) {
   EXPECT_EQ(run(min_size_partitioner(256 << 10, 8), {1 << 16, 4}), (V{4, 1}));
   // Strings count bytes_per_string each: 100 strings * 16 bytes / 400 -> 4.
   EXPECT_EQ(run(min_size_partitioner(400, 10, 16), {100}, DType::kString), (V{4}));
-  for (auto bad : {min_size_partitioner(0), min_size_partitioner(4, 0),
-                   min_size_partitioner(4, 1, 0)}) {
-    EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  const std::vector<std::pair<absl::StatusOr<Partitioner>, std::string>> bad = {
+      {min_size_partitioner(0), "Argument `min_shard_bytes` must be positive. Received: 0"},
+      {min_size_partitioner(4, 0), "Argument `max_shards` must be positive. Received: 0"},
+      {min_size_partitioner(4, 1, -2), "Argument `bytes_per_string` must be positive. Received: -2"},
+  };
+  for (const auto& [partitioner, message] : bad) {
+    EXPECT_EQ(partitioner.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_EQ(partitioner.status().message(), "MinSizePartitioner: " + message);
   }
 }
 
@@ -43,10 +52,23 @@ TEST(PartitionersTest, MaxSize) {
   EXPECT_EQ(run(max_size_partitioner(1024), {6, 1}), (V{1, 1}));
   // A row bigger than the limit still makes one row per shard.
   EXPECT_EQ(run(max_size_partitioner(8), {3, 100}), (V{3, 1}));
-  for (auto bad : {max_size_partitioner(0), max_size_partitioner(4, 0),
-                   max_size_partitioner(4, std::nullopt, 0)}) {
-    EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  const std::vector<std::pair<absl::StatusOr<Partitioner>, std::string>> bad = {
+      {max_size_partitioner(0), "Argument `max_shard_bytes` must be positive. Received: 0"},
+      {max_size_partitioner(4, -1), "Argument `max_shards` must be positive. Received: -1"},
+      {max_size_partitioner(4, std::nullopt, 0),
+       "Argument `bytes_per_string` must be positive. Received: 0"},
+  };
+  for (const auto& [partitioner, message] : bad) {
+    EXPECT_EQ(partitioner.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_EQ(partitioner.status().message(), "MaxSizePartitioner: " + message);
   }
+  // max_shards = 0 is no limit, as TF's falsy check makes it.
+  EXPECT_EQ(run(max_size_partitioner(4, 0), {6, 1}), (V{6, 1}));
+  // Rows of no bytes are not split; a variable needs a dtype.
+  EXPECT_EQ(run(max_size_partitioner(4), {6, 0}), (V{1, 1}));
+  auto p = max_size_partitioner(4);
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ((*p)({6, 1}, DType::kInvalid).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST(PartitionersTest, ScalarsAreRejected) {

@@ -4,8 +4,12 @@
 #include "psflow/strategy.h"
 
 #include <atomic>
+#include <cmath>
+#include <optional>
+#include <utility>
 #include <iostream>
 #include <memory>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -167,6 +171,188 @@ TEST_F(StrategyIntegrationTest, ConcurrentAssignAddIsExact) {
             << absl::FormatDuration(took) << "\n";
   EXPECT_EQ(failures.load(), 0);
   EXPECT_EQ(ok_value(counter.read_value()), Tensor::scalar<int64_t>(kThreads * kAddsPerThread));
+}
+
+// Every sharded op on real ps tasks equals the same op on an unsharded
+// twin on the coordinator: TF's div layout (13 rows over 5 shards of 3 ps ->
+// 3, 3, 3, 2, 2), dense assigns, every scatter op with duplicate ids,
+// sparse_read, and TF's embedding_lookup example over hand-made parts.
+TEST_F(StrategyIntegrationTest, EveryShardedOpMatchesAnUnshardedTwin) {
+  auto strategy = make_strategy(ok_value(fixed_shards_partitioner(5)));
+  std::vector<float> init(13 * 2);
+  for (size_t i = 0; i < init.size(); ++i) init[i] = 1 + static_cast<float>(i) * 0.25f;
+  const Tensor value = Tensor::from_vector(init, {13, 2});
+  ShardedVariable sharded;
+  {
+    StrategyScope scope = strategy->scope();
+    sharded = ok_value(create_variable(value, {.name = "div13"}));
+  }
+  ShardedVariable twin = ok_value(create_variable(value, {.name = "div13_twin"}));
+  ASSERT_EQ(sharded.num_parts(), 5u);
+  std::vector<int64_t> rows;
+  for (const Variable& part : sharded.variables()) rows.push_back(part.shape()[0]);
+  EXPECT_THAT(rows, ElementsAre(3, 3, 3, 2, 2));
+  EXPECT_EQ(sharded.variables()[0].name(), "div13/part_0");
+  EXPECT_EQ(sharded.variables()[4].name(), "div13/part_4");
+
+  auto expect_equal = [&](const std::string& what) {
+    EXPECT_EQ(ok_value(sharded.read_value()), ok_value(twin.read_value())) << what;
+  };
+  const Tensor delta = Tensor::from_vector(std::vector<float>(26, 0.5f), {13, 2});
+  ASSERT_TRUE(sharded.assign(value).ok());
+  ASSERT_TRUE(twin.assign(value).ok());
+  ASSERT_TRUE(sharded.assign_add(delta).ok());
+  ASSERT_TRUE(twin.assign_add(delta).ok());
+  ASSERT_TRUE(sharded.assign_sub(value).ok());
+  ASSERT_TRUE(twin.assign_sub(value).ok());
+  expect_equal("assign, assign_add, assign_sub");
+  using Fn = absl::Status (ShardedVariable::*)(const IndexedSlices&) const;
+  const std::vector<std::pair<std::string, Fn>> ops = {
+      {"scatter_add", &ShardedVariable::scatter_add},
+      {"scatter_sub", &ShardedVariable::scatter_sub},
+      {"scatter_mul", &ShardedVariable::scatter_mul},
+      {"scatter_div", &ShardedVariable::scatter_div},
+      {"scatter_min", &ShardedVariable::scatter_min},
+      {"scatter_max", &ShardedVariable::scatter_max},
+      {"scatter_update", &ShardedVariable::scatter_update}};
+  for (const auto& [name, fn] : ops) {
+    // Ids on every part, 12 twice (applied in order), for all but update.
+    const std::vector<int64_t> ids = name == "scatter_update"
+                                         ? std::vector<int64_t>{12, 0, 5, 9}
+                                         : std::vector<int64_t>{12, 0, 5, 12, 9};
+    const auto n = static_cast<int64_t>(ids.size());
+    std::vector<float> updates;
+    for (int64_t i = 0; i < n * 2; ++i) updates.push_back(1.5f + static_cast<float>(i));
+    const IndexedSlices slices{Tensor::from_vector(updates, {n, 2}), Tensor::from_vector(ids)};
+    ASSERT_TRUE((sharded.*fn)(slices).ok()) << name;
+    ASSERT_TRUE((twin.*fn)(slices).ok()) << name;
+    expect_equal(name);
+  }
+  const Tensor ids = Tensor::from_vector<int32_t>({12, 0, 3, 3, 7, 10}, {2, 3});
+  EXPECT_EQ(ok_value(sharded.sparse_read(ids)), ok_value(twin.sparse_read(ids)));
+  EXPECT_EQ(ok_value(embedding_lookup(sharded, ids)), ok_value(twin.sparse_read(ids)));
+
+  // TF's example: parts [[1,2],[3,4]], [[5,6],[7,8]], [[9,10]]; ids [0,3,4].
+  auto unsharded = make_strategy();
+  std::vector<Variable> parts;
+  for (const Tensor& part : {Tensor::from_vector<float>({1, 2, 3, 4}, {2, 2}),
+                             Tensor::from_vector<float>({5, 6, 7, 8}, {2, 2}),
+                             Tensor::from_vector<float>({9, 10}, {1, 2})}) {
+    parts.push_back(ok_value(unsharded->create_variable(part)).variables()[0]);
+  }
+  EXPECT_EQ(parts[0].task() + parts[1].task() + parts[2].task(), 0 + 1 + 2);
+  const ShardedVariable example = ok_value(ShardedVariable::create(parts));
+  EXPECT_EQ(ok_value(embedding_lookup(example, Tensor::from_vector<int64_t>({0, 3, 4}))),
+            Tensor::from_vector<float>({1, 2, 7, 8, 9, 10}, {3, 2}));
+}
+
+// The count with eight independent clients (each its own channel and
+// handle, as eight worker processes would have) rather than threads
+// sharing the coordinator's.
+TEST_F(StrategyIntegrationTest, ConcurrentAssignAddFromIndependentClientsIsExact) {
+  auto strategy = make_strategy();
+  ShardedVariable counter =
+      ok_value(strategy->create_variable(Tensor::scalar<int64_t>(0), {.name = "counter8"}));
+  constexpr int kClients = 8;
+  constexpr int kAddsPerClient = 10'000;
+  std::vector<ShardedVariable> handles;
+  for (int c = 0; c < kClients; ++c) {
+    handles.push_back(ok_value(ShardedVariable::from_handle(counter.handle(), worker_lookup())));
+  }
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (int c = 0; c < kClients; ++c) {
+    threads.emplace_back([&, c] {
+      const Tensor one = Tensor::scalar<int64_t>(1);
+      for (int i = 0; i < kAddsPerClient; ++i) {
+        if (!handles[static_cast<size_t>(c)].assign_add(one).ok()) ++failures;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(ok_value(counter.read_value()), Tensor::scalar<int64_t>(kClients * kAddsPerClient));
+}
+
+// Nesterov momentum (dense) and FTRL with l1, l2 and beta (sparse, sharded,
+// a duplicated id summed) on real ps tasks, against TF's formulas computed
+// here in double precision.
+TEST_F(StrategyIntegrationTest, NesterovAndFtrlMatchTfFormulasOnRealPs) {
+  auto strategy = make_strategy(ok_value(fixed_shards_partitioner(2)));
+  OptimizerConfig nesterov;
+  nesterov.kind = OptimizerConfig::Kind::kMomentum;
+  nesterov.momentum = 0.8;
+  nesterov.nesterov = true;
+  OptimizerConfig ftrl;
+  ftrl.kind = OptimizerConfig::Kind::kFtrl;
+  ftrl.l1_regularization_strength = 0.01;
+  ftrl.l2_regularization_strength = 0.1;
+  ftrl.beta = 0.5;
+  ShardedVariable m;
+  ShardedVariable f;
+  std::optional<Optimizer> momentum_opt;
+  std::optional<Optimizer> ftrl_opt;
+  {
+    StrategyScope scope = strategy->scope();
+    m = ok_value(create_variable(Tensor::from_vector<float>({1, -2, 3}, {3}), {.name = "nm"}));
+    f = ok_value(create_variable(Tensor::from_vector<float>({0.5f, -0.5f, 1, 2, 0, 0}, {3, 2}),
+                                 {.name = "ftrl"}));
+    momentum_opt = ok_value(Optimizer::create(nesterov, 0.1, {.name = "nesterov"}));
+    ftrl_opt = ok_value(Optimizer::create(ftrl, 0.2, {.name = "ftrl"}));
+  }
+  ASSERT_EQ(f.num_parts(), 2u);
+
+  // Nesterov: accum = m * accum + g; w -= lr * g + lr * m * accum.
+  std::vector<double> w = {1, -2, 3}, accum = {0, 0, 0};
+  const std::vector<std::vector<float>> grads = {{1, 0.5f, -1}, {-0.25f, 2, 0}};
+  for (const auto& g : grads) {
+    ASSERT_TRUE(momentum_opt->apply_gradients({{Tensor::from_vector(g, {3}), m}}).ok());
+    for (size_t i = 0; i < 3; ++i) {
+      accum[i] = 0.8 * accum[i] + g[i];
+      w[i] -= 0.1 * g[i] + 0.1 * 0.8 * accum[i];
+    }
+  }
+  const Tensor got_m = ok_value(m.read_value());
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_NEAR(got_m.flat<float>()[i], w[i], 1e-5) << "element " << i;
+  }
+
+  // FTRL (Keras's, power 0.5): rows 0 and 2 live on different parts; row 2
+  // comes twice in the first step, so its gradients add up.
+  std::vector<double> fw = {0.5, -0.5, 1, 2, 0, 0};
+  std::vector<double> n(6, 0.1), z(6, 0);
+  const std::vector<std::pair<std::vector<int64_t>, std::vector<float>>> steps = {
+      {{2, 0, 2}, {1, -1, 0.5f, 0.5f, 0.25f, 2}},
+      {{0}, {-3, 0.125f}},
+  };
+  for (const auto& [ids, rows] : steps) {
+    const IndexedSlices grad{
+        Tensor::from_vector(rows, {static_cast<int64_t>(ids.size()), 2}),
+        Tensor::from_vector(ids, {static_cast<int64_t>(ids.size())})};
+    ASSERT_TRUE(ftrl_opt->apply_gradients({{grad, f}}).ok());
+    std::vector<double> g(6, 0);
+    std::vector<bool> touched(6, false);
+    for (size_t k = 0; k < ids.size(); ++k) {
+      for (size_t j = 0; j < 2; ++j) {
+        g[static_cast<size_t>(ids[k]) * 2 + j] += rows[k * 2 + j];
+        touched[static_cast<size_t>(ids[k]) * 2 + j] = true;
+      }
+    }
+    for (size_t i = 0; i < 6; ++i) {
+      if (!touched[i]) continue;
+      const double lr = 0.2;
+      const double new_n = n[i] + g[i] * g[i];
+      z[i] += g[i] - (std::sqrt(new_n) - std::sqrt(n[i])) / lr * fw[i];
+      const double quadratic = (std::sqrt(new_n) + 0.5) / lr + 2 * 0.1;
+      fw[i] = std::abs(z[i]) > 0.01 ? ((z[i] > 0 ? 0.01 : -0.01) - z[i]) / quadratic : 0.0;
+      n[i] = new_n;
+    }
+  }
+  const Tensor got_f = ok_value(f.read_value());
+  for (size_t i = 0; i < 6; ++i) {
+    EXPECT_NEAR(got_f.flat<float>()[i], fw[i], 1e-5) << "element " << i;
+  }
+  EXPECT_EQ(ok_value(ftrl_opt->iterations().read_value()), Tensor::scalar<int64_t>(2));
 }
 
 TEST_F(StrategyIntegrationTest, ErrorsFromTheRemoteTaskNameTheVariable) {
