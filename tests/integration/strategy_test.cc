@@ -3,6 +3,8 @@
 // rebuilt through independent clients, and exact concurrent updates.
 #include "psflow/strategy.h"
 
+#include <signal.h>
+
 #include <atomic>
 #include <cmath>
 #include <optional>
@@ -13,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -272,6 +275,43 @@ TEST_F(StrategyIntegrationTest, ConcurrentAssignAddFromIndependentClientsIsExact
   for (auto& t : threads) t.join();
   EXPECT_EQ(failures.load(), 0);
   EXPECT_EQ(ok_value(counter.read_value()), Tensor::scalar<int64_t>(kClients * kAddsPerClient));
+}
+
+// One request per ps task, sent to all of them at once: with one ps task
+// stopped (SIGSTOP), a sharded assign_add still reaches the others while
+// it waits for the stopped one. A client going through the tasks one by
+// one would wait on the stopped task first, in one of the two rounds.
+TEST_F(StrategyIntegrationTest, RequestsToThePsTasksGoOutInParallel) {
+  auto strategy = make_strategy(ok_value(fixed_shards_partitioner(3)));
+  ShardedVariable v;
+  {
+    StrategyScope scope = strategy->scope();
+    v = ok_value(create_variable(Tensor::from_vector<float>({0, 0, 0}, {3}), {.name = "par"}));
+  }
+  ASSERT_EQ(v.num_parts(), 3u);
+  for (int i = 0; i < 3; ++i) ASSERT_EQ(v.variables()[static_cast<size_t>(i)].task(), i);
+  const Tensor ones = Tensor::from_vector<float>({1, 1, 1}, {3});
+  float expected = 0;
+  for (int stopped : {0, 2}) {
+    SCOPED_TRACE(absl::StrCat("ps ", stopped, " stopped"));
+    const int live = stopped == 0 ? 2 : 0;
+    ASSERT_TRUE(cluster_->signal_task("ps", stopped, SIGSTOP).ok());
+    absl::Status added;
+    std::thread caller([&] { added = v.assign_add(ones); });
+    // The live task applies its part while the stopped one holds the call.
+    ++expected;
+    bool applied = false;
+    const absl::Time deadline = absl::Now() + absl::Seconds(20);
+    while (!applied && absl::Now() < deadline) {
+      absl::StatusOr<Tensor> part = v.variables()[static_cast<size_t>(live)].read_value();
+      applied = part.ok() && part->flat<float>()[0] == expected;
+    }
+    EXPECT_TRUE(applied);
+    ASSERT_TRUE(cluster_->signal_task("ps", stopped, SIGCONT).ok());
+    caller.join();
+    EXPECT_TRUE(added.ok()) << added;
+  }
+  EXPECT_EQ(ok_value(v.read_value()), Tensor::from_vector<float>({2, 2, 2}, {3}));
 }
 
 // Nesterov momentum (dense) and FTRL with l1, l2 and beta (sparse, sharded,
