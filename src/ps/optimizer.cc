@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <limits>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -30,10 +31,14 @@ absl::Status check_float(DType dtype) {
 
 // Creates missing slots (or checks that existing ones are this optimizer's)
 // and returns pointers to slot 0 and 1 data.
-absl::Status check_learning_rate(double learning_rate) {
+absl::Status check_learning_rate(const OptimizerConfig& c, double learning_rate) {
   if (!(learning_rate >= 0) || !std::isfinite(learning_rate)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "learning rate ", learning_rate, " is invalid; it must be finite and >= 0"));
+  }
+  if (c.kind == Kind::kFtrl && learning_rate == 0) {
+    return absl::InvalidArgumentError(
+        "learning rate 0 is invalid for ftrl, whose update divides by it; use a rate > 0");
   }
   return absl::OkStatus();
 }
@@ -195,10 +200,11 @@ double optimizer_slot_initial_value(const OptimizerConfig& c, std::string_view s
 
 absl::Status validate_optimizer_slots(const OptimizerSlots& slots, DType dtype,
                                       const Shape& shape, std::string_view variable) {
-  if (slots.steps < 0) {
+  // The count goes up by one per update: at the maximum it could not.
+  if (slots.steps < 0 || slots.steps == std::numeric_limits<int64_t>::max()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "optimizer step count ", slots.steps, " for variable '", av(variable),
-        "' is negative; it counts the updates applied and must be >= 0"));
+        "' is out of range; it counts the updates applied and must be in [0, 2^63 - 1)"));
   }
   if (slots.optimizer.empty()) {
     if (!slots.slots.empty() || slots.steps != 0) {
@@ -276,19 +282,25 @@ absl::Status validate_optimizer(const OptimizerConfig& c) {
     return absl::InvalidArgumentError(absl::StrCat(
         "optimizer ", av(what), " = ", value, " is invalid: it must be ", av(rule)));
   };
-  if (c.momentum < 0) return bad("momentum", c.momentum, ">= 0");
-  if (c.initial_accumulator_value < 0)
-    return bad("initial_accumulator_value", c.initial_accumulator_value, ">= 0");
-  if (c.epsilon < 0) return bad("epsilon", c.epsilon, ">= 0");
-  if (c.beta_1 < 0 || c.beta_1 >= 1) return bad("beta_1", c.beta_1, "in [0, 1)");
-  if (c.beta_2 < 0 || c.beta_2 >= 1) return bad("beta_2", c.beta_2, "in [0, 1)");
-  if (c.learning_rate_power > 0)
-    return bad("learning_rate_power", c.learning_rate_power, "<= 0");
-  if (c.l1_regularization_strength < 0)
-    return bad("l1_regularization_strength", c.l1_regularization_strength, ">= 0");
-  if (c.l2_regularization_strength < 0)
-    return bad("l2_regularization_strength", c.l2_regularization_strength, ">= 0");
-  if (c.beta < 0) return bad("beta", c.beta, ">= 0");
+  // Written so that NaN fails every test (a NaN compares false).
+  auto at_least = [](double v, double lo) { return std::isfinite(v) && v >= lo; };
+  if (!at_least(c.momentum, 0)) return bad("momentum", c.momentum, "finite and >= 0");
+  if (!at_least(c.initial_accumulator_value, 0)) {
+    return bad("initial_accumulator_value", c.initial_accumulator_value, "finite and >= 0");
+  }
+  if (!at_least(c.epsilon, 0)) return bad("epsilon", c.epsilon, "finite and >= 0");
+  if (!(c.beta_1 >= 0 && c.beta_1 < 1)) return bad("beta_1", c.beta_1, "in [0, 1)");
+  if (!(c.beta_2 >= 0 && c.beta_2 < 1)) return bad("beta_2", c.beta_2, "in [0, 1)");
+  if (!(std::isfinite(c.learning_rate_power) && c.learning_rate_power <= 0)) {
+    return bad("learning_rate_power", c.learning_rate_power, "finite and <= 0");
+  }
+  if (!at_least(c.l1_regularization_strength, 0)) {
+    return bad("l1_regularization_strength", c.l1_regularization_strength, "finite and >= 0");
+  }
+  if (!at_least(c.l2_regularization_strength, 0)) {
+    return bad("l2_regularization_strength", c.l2_regularization_strength, "finite and >= 0");
+  }
+  if (!at_least(c.beta, 0)) return bad("beta", c.beta, "finite and >= 0");
   if (c.kind == Kind::kFtrl && c.initial_accumulator_value <= 0 &&
       c.learning_rate_power != 0) {
     return bad("initial_accumulator_value", c.initial_accumulator_value,
@@ -320,7 +332,7 @@ absl::Status validate_dense_gradient(const OptimizerConfig& config, double learn
         " but the variable is ", av(dtype_name(var_dtype)), " ",
         shape_string(var_shape), "; a dense gradient must match the variable"));
   }
-  PSFLOW_RETURN_IF_ERROR(check_learning_rate(learning_rate));
+  PSFLOW_RETURN_IF_ERROR(check_learning_rate(config, learning_rate));
   return validate_optimizer(config);
 }
 
@@ -346,7 +358,7 @@ absl::StatusOr<std::vector<int64_t>> validate_sparse_gradient(
         av(dtype_name(var_dtype)), " ", shape_string(var_shape), " variable need ",
         av(dtype_name(var_dtype)), " ", shape_string(expected)));
   }
-  PSFLOW_RETURN_IF_ERROR(check_learning_rate(learning_rate));
+  PSFLOW_RETURN_IF_ERROR(check_learning_rate(config, learning_rate));
   PSFLOW_RETURN_IF_ERROR(validate_optimizer(config));
   return checked_row_ids(ids, var_shape[0], "sparse gradient target");
 }

@@ -1,5 +1,7 @@
 #include "ps/optimizer.h"
 
+#include <limits>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -432,6 +434,26 @@ TEST(OptimizerTest, RejectsBadInputWithoutChangingAnything) {
   s = apply_dense_gradient(bad, 0.1, var, slots, Tensor::from_vector<float>({1, 2, 3, 4}, {2, 2}));
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("beta_1"), absl::string_view::npos) << s;
+
+  // NaN hyper-parameters compare false with every bound: each is refused.
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  for (double OptimizerConfig::*field :
+       {&OptimizerConfig::momentum, &OptimizerConfig::initial_accumulator_value,
+        &OptimizerConfig::epsilon, &OptimizerConfig::beta_1, &OptimizerConfig::beta_2,
+        &OptimizerConfig::learning_rate_power, &OptimizerConfig::l1_regularization_strength,
+        &OptimizerConfig::l2_regularization_strength, &OptimizerConfig::beta}) {
+    OptimizerConfig with_nan = adam;
+    with_nan.*field = nan;
+    s = apply_dense_gradient(with_nan, 0.1, var, slots,
+                             Tensor::from_vector<float>({1, 2, 3, 4}, {2, 2}));
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+    EXPECT_NE(s.message().find("= nan is invalid"), absl::string_view::npos) << s;
+  }
+  OptimizerConfig ftrl;
+  ftrl.kind = Kind::kFtrl;
+  s = apply_dense_gradient(ftrl, 0, var, slots, Tensor::from_vector<float>({1, 2, 3, 4}, {2, 2}));
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("learning rate 0 is invalid for ftrl"), absl::string_view::npos) << s;
 
   Tensor ints = Tensor::from_vector<int32_t>({1, 2}, {2});
   s = apply_dense_gradient(adam, 0.1, ints, slots, Tensor::from_vector<int32_t>({1, 2}, {2}));

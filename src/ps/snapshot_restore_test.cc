@@ -1,5 +1,6 @@
 // SNAPSHOT and RESTORE: the ps side of checkpoints.
 #include <functional>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -261,7 +262,10 @@ TEST(RestoreTest, BadInputIsRejectedNamingTheVariableAndChangesNothing) {
       {"slots without optimizer", "w", [](VariableOpArgs& o) { o.optimizer_name = ""; },
        "variable 'w' has 2 slot(s) and 1 step(s) but no optimizer name"},
       {"negative steps", "w", [](VariableOpArgs& o) { o.optimizer_steps = -1; },
-       "step count -1 for variable 'w' is negative"},
+       "step count -1 for variable 'w' is out of range"},
+      {"steps that cannot count on", "w",
+       [](VariableOpArgs& o) { o.optimizer_steps = std::numeric_limits<int64_t>::max(); },
+       "step count 9223372036854775807 for variable 'w' is out of range"},
       {"names and slots differ", "w", [](VariableOpArgs& o) { o.slot_names.push_back("x"); },
        "RESTORE of variable 'w' names 3 slot(s) but carries 2"},
       {"slot named twice", "w", [](VariableOpArgs& o) { o.slot_names = {"m", "m"}; },
