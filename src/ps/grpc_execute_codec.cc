@@ -369,6 +369,11 @@ absl::StatusOr<ExecuteBatch> decode_execute_request(const grpc::ByteBuffer& byte
         return stream.wrong_type(field, "ExecuteRequest.ops", WireType::kLengthDelimited);
       }
       const size_t index = batch.ops.size();
+      if (index >= kMaxOpsPerRequest) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "the ExecuteRequest holds more than ", kMaxOpsPerRequest,
+            " ops; split it into several requests"));
+      }
       PSFLOW_RETURN_IF_ERROR(with_prefix(
           read_op(stream, field, limits, &batch.ops.emplace_back()), absl::StrCat("op ", index)));
     } else if (field.number == kRequestOptimizers) {
@@ -376,6 +381,10 @@ absl::StatusOr<ExecuteBatch> decode_execute_request(const grpc::ByteBuffer& byte
         return stream.wrong_type(field, "ExecuteRequest.optimizers", WireType::kLengthDelimited);
       }
       const size_t index = batch.optimizers.size();
+      if (index >= kMaxOpsPerRequest) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "the ExecuteRequest holds more than ", kMaxOpsPerRequest, " optimizers"));
+      }
       v1::OptimizerProto proto;
       PSFLOW_RETURN_IF_ERROR(with_prefix(read_optimizer(stream, field, &proto),
                                          absl::StrCat("optimizer ", index)));

@@ -22,6 +22,12 @@
 
 namespace psflow {
 
+// Most ops (and most optimizers) one ExecuteRequest may hold: each costs
+// the ps a few hundred bytes of bookkeeping however small it is on the wire,
+// so a request of empty ops must not turn 20 MB into gigabytes. A step of
+// the largest models touches far fewer variables per ps task.
+inline constexpr size_t kMaxOpsPerRequest = size_t{1} << 16;
+
 // The serialized ExecuteRequest. The buffer shares the batch's large
 // tensors: they must not be written to while it (or a call sending it)
 // lives.

@@ -391,6 +391,18 @@ void check_agrees_with_generated(const std::string& bytes, uint32_t seed) {
   }
 }
 
+// Every op costs the ps bookkeeping however small it is on the wire: a
+// request of more than kMaxOpsPerRequest ops is refused while decoding.
+TEST(GrpcExecuteCodecTest, RequestsWithTooManyOpsAreRefused) {
+  ExecuteBatch batch;
+  for (size_t i = 0; i <= kMaxOpsPerRequest; ++i) batch.ops.push_back(op(Op::READ, "w"));
+  const absl::Status status = decode_execute_request(encode_execute_request(batch)).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("more than 65536 ops"), std::string::npos) << status;
+  batch.ops.pop_back();
+  EXPECT_TRUE(decode_execute_request(encode_execute_request(batch)).ok());
+}
+
 TEST(GrpcExecuteCodecFuzzTest, MutationsFailCleanlyOrAgreeWithTheGeneratedParser) {
   ExecuteBatch batch = sample_batch();
   batch.ops[1].value = big_floats(64);  // keep the sweep short

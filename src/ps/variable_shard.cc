@@ -266,9 +266,18 @@ absl::StatusOr<Tensor> VariableShard::gather(const Tensor& ids) const {
   PSFLOW_ASSIGN_OR_RETURN(std::vector<int64_t> rows, validate_gather(ids));
   Shape out_shape = shape_;
   out_shape[0] = static_cast<int64_t>(rows.size());
+  // A variable with a zero-size dimension may have huge others: the
+  // result's shape is checked like any untrusted one.
+  auto impossible = [&](const absl::Status& s) {
+    return absl::InvalidArgumentError(absl::StrCat("gathering ", rows.size(), " rows of '",
+                                                   name_, "' gives a shape no tensor can have: ",
+                                                   s.message()));
+  };
   const int64_t row = row_elements(shape_);
   if (dtype_ == DType::kString) {
-    Tensor out(dtype_, out_shape);
+    absl::StatusOr<Tensor> checked = Tensor::create(dtype_, out_shape);
+    if (!checked.ok()) return impossible(checked.status());
+    Tensor out = *std::move(checked);
     absl::ReaderMutexLock lock(&mu_);
     for (size_t i = 0; i < rows.size(); ++i) {
       for (int64_t j = 0; j < row; ++j) {
@@ -283,7 +292,7 @@ absl::StatusOr<Tensor> VariableShard::gather(const Tensor& ids) const {
   absl::StatusOr<Tensor> out = Tensor::from_buffer(
       dtype_, std::move(out_shape),
       internal::allocate_buffer(rows.size() * row_bytes, /*zero_fill=*/false));
-  PSFLOW_CHECK(out.ok(), out.status().ToString());
+  if (!out.ok()) return impossible(out.status());
   auto* dst = static_cast<uint8_t*>(out->mutable_raw_data());
   absl::ReaderMutexLock lock(&mu_);
   const auto* src = static_cast<const uint8_t*>(value_.raw_data());

@@ -148,6 +148,24 @@ TEST(VariableShardTest, IntegerArithmeticWrapsAndTheTrappingDivisionIsSafe) {
   EXPECT_EQ(u8.read(), Tensor::from_vector<uint8_t>({4, 3}, {2}));
 }
 
+// A variable with a zero-size dimension may have a huge other one. Its
+// gathered shape may then need more bytes than int64 counts (refused, not a
+// crash); a string tensor of that shape, holding no elements, is fine.
+TEST(VariableShardTest, AGatherWhoseShapeCannotExistIsRefused) {
+  const Shape shape = {1, 0, (int64_t{1} << 61) - 1};
+  const Tensor ids = Tensor::from_vector<int64_t>({0, 0}, {2});
+  VariableShard floats("odd", Tensor(DType::kFloat32, shape));
+  const absl::Status status = floats.gather(ids).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("gathering 2 rows of 'odd' gives a shape no tensor can have"),
+            std::string::npos)
+      << status;
+  VariableShard strings("odd_strings", Tensor(DType::kString, shape));
+  absl::StatusOr<Tensor> empty = strings.gather(ids);
+  ASSERT_TRUE(empty.ok()) << empty.status();
+  EXPECT_EQ(empty->num_elements(), 0);
+}
+
 TEST(VariableShardTest, ConcurrentAssignAddIsAtomic) {
   VariableShard v("counter", Tensor::scalar<int64_t>(0));
   constexpr int kThreads = 8;

@@ -1,5 +1,10 @@
 #include "server/variable_service.h"
 
+#include <exception>
+#include <new>
+#include <optional>
+#include <string>
+
 #include <cstdint>
 #include <utility>
 
@@ -42,20 +47,29 @@ Estimate estimate(const ExecuteBatch& batch, const VariableStore& store) {
   for (const VariableOpArgs& op : batch.ops) {
     switch (op.kind) {
       case Op::READ:
-      case Op::GATHER: {
+      case Op::GATHER:
+      case Op::SNAPSHOT: {
         absl::StatusOr<std::shared_ptr<VariableShard>> shard = store.find(op.variable);
-        if (!shard.ok() || (*shard)->dtype() == DType::kString) break;
+        if (!shard.ok()) break;
         const Shape& shape = (*shard)->shape();
-        size_t bytes = dtype_size((*shard)->dtype());
+        // A string element is counted at the size of the std::string the
+        // ps must allocate for it (its bytes on the wire are unknown until
+        // read): that keeps a gather of many rows of strings from
+        // exhausting memory under the response limit.
+        const bool strings = (*shard)->dtype() == DType::kString;
+        size_t bytes = strings ? sizeof(std::string) : dtype_size((*shard)->dtype());
         for (size_t i = op.kind == Op::GATHER ? 1 : 0; i < shape.size(); ++i) {
           bytes = saturating_mul(bytes, static_cast<size_t>(shape[i]));
         }
         if (op.kind == Op::GATHER) {
           bytes = saturating_mul(bytes, op.ids.valid() ? static_cast<size_t>(op.ids.num_elements())
                                                        : 0);
-          // Gathers copy their rows; reads are sent from the stored buffer.
-          e.work_bytes = saturating_add(e.work_bytes, bytes);
         }
+        // A snapshot answers with copies of the value and of up to two
+        // slots of its shape.
+        if (op.kind == Op::SNAPSHOT) bytes = saturating_mul(bytes, 3);
+        // Gathers and snapshots copy; reads are sent from the stored buffer.
+        if (op.kind != Op::READ || strings) e.work_bytes = saturating_add(e.work_bytes, bytes);
         e.response_bytes = saturating_add(e.response_bytes, saturating_add(bytes, kFramingBytes));
         break;
       }
@@ -81,6 +95,22 @@ absl::Status response_too_large(size_t bytes, size_t limit) {
   return absl::ResourceExhaustedError(absl::StrCat(
       "the ExecuteResponse would be ", bytes, " bytes, more than max_message_bytes ", limit,
       "; read or gather fewer or smaller variables per request"));
+}
+
+// Runs `work`, turning an exception (an allocation that failed on a request
+// the estimates let through) into an error for that call instead of the end
+// of the process. A failure part-way may leave earlier ops of the batch
+// applied, as a lost ps would.
+template <typename Work>
+absl::Status guarded(Work&& work) {
+  try {
+    return work();
+  } catch (const std::bad_alloc&) {
+    return absl::ResourceExhaustedError(
+        "the ps ran out of memory serving this request; send smaller batches or tensors");
+  } catch (const std::exception& e) {
+    return absl::InternalError(absl::StrCat("the ps failed serving this request: ", e.what()));
+  }
 }
 
 // Runs a decoded batch and serializes its results into `response`.
@@ -135,7 +165,7 @@ grpc::ServerUnaryReactor* VariableServiceImpl::Execute(grpc::CallbackServerConte
                                      "the call was cancelled before it ran"));
         return;
       }
-      reactor->Finish(to_grpc_status(work(response)));
+      reactor->Finish(to_grpc_status(guarded([&] { return work(response); })));
     });
   };
   if (request->Length() > kInlineDecodeBytes) {
@@ -145,20 +175,24 @@ grpc::ServerUnaryReactor* VariableServiceImpl::Execute(grpc::CallbackServerConte
     });
     return reactor;
   }
-  absl::StatusOr<ExecuteBatch> batch = decode_execute_request(*request, limits_);
-  if (!batch.ok()) {
-    reactor->Finish(to_grpc_status(batch.status()));
+  std::optional<ExecuteBatch> to_pool;
+  const absl::Status inline_status = guarded([&]() -> absl::Status {
+    PSFLOW_ASSIGN_OR_RETURN(ExecuteBatch batch, decode_execute_request(*request, limits_));
+    const Estimate e = estimate(batch, *store_);
+    if (e.work_bytes > kInlineWorkBytes) {
+      to_pool = std::move(batch);
+      return absl::OkStatus();
+    }
+    return run(*store_, options_.max_message_bytes, batch, e, response);
+  });
+  if (!to_pool.has_value()) {
+    reactor->Finish(to_grpc_status(inline_status));
     return reactor;
   }
-  const Estimate e = estimate(*batch, *store_);
-  if (e.work_bytes > kInlineWorkBytes) {
-    finish_on_pool([this, batch = *std::move(batch)](grpc::ByteBuffer* out) mutable {
-      // Estimated again: the variables may have changed while it waited.
-      return run(*store_, options_.max_message_bytes, batch, estimate(batch, *store_), out);
-    });
-    return reactor;
-  }
-  reactor->Finish(to_grpc_status(run(*store_, options_.max_message_bytes, *batch, e, response)));
+  finish_on_pool([this, batch = *std::move(to_pool)](grpc::ByteBuffer* out) mutable {
+    // Estimated again: the variables may have changed while it waited.
+    return run(*store_, options_.max_message_bytes, batch, estimate(batch, *store_), out);
+  });
   return reactor;
 }
 

@@ -485,6 +485,41 @@ TEST(VariableServiceLimitsTest, OversizedRequestsAndResponsesAreRejected) {
   (*server)->stop();
 }
 
+// Responses whose size the ps must not attempt: a gather of many rows of
+// strings (each costs a std::string however short) and many snapshots of
+// one variable in one request. Both are refused before anything runs and
+// the ps keeps serving.
+TEST(VariableServiceLimitsTest, GathersOfManyStringsAndRepeatedSnapshotsAreRefused) {
+  const ClusterSpec spec(std::map<std::string, std::vector<std::string>>{{"ps", {"127.0.0.1:0"}}});
+  ServerOptions options;
+  options.max_message_bytes = 8 << 20;
+  absl::StatusOr<std::unique_ptr<Server>> server = Server::create(spec, "ps", 0, options);
+  ASSERT_TRUE(server.ok()) << server.status();
+  ASSERT_TRUE((*server)->start().ok());
+  auto client = make_grpc_variable_client((*server)->target(), task_name("ps", 0));
+  ASSERT_TRUE(client->execute_batch(batch_of({op(Op::CREATE, "s", Tensor(DType::kString, {1, 1000}))}),
+                                    deadline())
+                  .ok());
+  ASSERT_TRUE(client->execute_batch(batch_of({op(Op::CREATE, "f", Tensor(DType::kFloat32, {1 << 19}))}),
+                                    deadline())
+                  .ok());
+  // 1,000 ids of 1,000 empty strings: a few KiB on the wire, 32 MB of strings.
+  absl::StatusOr<std::vector<Tensor>> r = client->execute_batch(
+      batch_of({op(Op::GATHER, "s", Tensor(), Tensor(DType::kInt32, {1000}))}), deadline());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted) << r.status();
+  EXPECT_THAT(std::string(r.status().message()), HasSubstr("ExecuteResponse would be"));
+  // Ten snapshots of 2 MiB (value and slots): over the 8 MiB limit.
+  std::vector<VariableOpArgs> snapshots(10, op(Op::SNAPSHOT, "f"));
+  r = client->execute_batch(batch_of(snapshots), deadline());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted) << r.status();
+  r = client->execute_batch(batch_of({op(Op::GATHER, "s", Tensor(), Tensor(DType::kInt32, {2}))}),
+                            deadline());
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ((*r)[0].shape(), (Shape{2, 1000}));
+  client.reset();
+  (*server)->stop();
+}
+
 // --- a ps that dies -------------------------------------------------------------
 
 TEST(VariableServiceFailureTest, CallsToAKilledPsFailFastWithUnavailableNamingIt) {
