@@ -5,6 +5,8 @@
 #include <optional>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "psflow/status_macros.h"
 #include "base/strings.h"
@@ -122,6 +124,17 @@ absl::Status prepare(VariableStore& store, VariableOpArgs& op,
   if (op.kind == Op::CREATE || op.kind == Op::CREATE_IF_ABSENT) {
     if (op.variable.empty()) {
       return absl::InvalidArgumentError("CREATE needs a variable name");
+    }
+    // CREATE_IF_ABSENT of a variable stored with another dtype or shape
+    // fails: found here, before any op of the batch runs.
+    absl::StatusOr<std::shared_ptr<VariableShard>> existing = store.find(op.variable);
+    if (op.kind == Op::CREATE_IF_ABSENT && existing.ok() &&
+        ((*existing)->dtype() != op.value.dtype() || (*existing)->shape() != op.value.shape())) {
+      return absl::AlreadyExistsError(absl::StrCat(
+          "variable '", op.variable, "' already exists on this ps as ",
+          av(dtype_name((*existing)->dtype())), " ", shape_string((*existing)->shape()),
+          ", which differs from the requested ", av(dtype_name(op.value.dtype())), " ",
+          shape_string(op.value.shape()), "; delete it or use another name"));
     }
     return absl::OkStatus();
   }
@@ -334,10 +347,34 @@ absl::Status execute_variable_ops(VariableStore& store, ExecuteBatch& batch,
     }
   }
   std::vector<PreparedOp> prepared(batch.ops.size());
+  // What earlier ops of this batch will do to a variable, which validation
+  // against the stored state cannot see: a second creation or restore of it
+  // (whose checks would pass against the state before the first) and
+  // updates by two optimizers (the first would create the slots the second
+  // then conflicts with). Refused here, so that nothing runs.
+  absl::flat_hash_set<std::string_view> created;
+  absl::flat_hash_map<std::string_view, OptimizerConfig::Kind> applied_by;
   for (size_t i = 0; i < batch.ops.size(); ++i) {
     VariableOpArgs& op = batch.ops[i];
     PSFLOW_RETURN_IF_ERROR(with_op_context(
         prepare(store, op, batch.optimizers, &prepared[i]), i, op.kind, op.variable));
+    absl::Status in_batch;
+    if (op.kind == Op::CREATE || op.kind == Op::CREATE_IF_ABSENT || op.kind == Op::RESTORE) {
+      if (!created.insert(op.variable).second) {
+        in_batch = absl::InvalidArgumentError(
+            "the batch creates or restores this variable twice; send one CREATE or RESTORE "
+            "per variable and batch");
+      }
+    } else if (prepared[i].optimizer != nullptr) {
+      const auto [it, first] = applied_by.try_emplace(op.variable, prepared[i].optimizer->kind);
+      if (!first && it->second != prepared[i].optimizer->kind) {
+        in_batch = absl::FailedPreconditionError(absl::StrCat(
+            "the batch updates this variable with two optimizers (",
+            av(optimizer_name(it->second)), " and ",
+            av(optimizer_name(prepared[i].optimizer->kind)), "); use one optimizer per variable"));
+      }
+    }
+    PSFLOW_RETURN_IF_ERROR(with_op_context(in_batch, i, op.kind, op.variable));
     if (store.non_finite_updates() == NonFinitePolicy::kReject) {
       PSFLOW_RETURN_IF_ERROR(
           with_op_context(check_finite_update(op), i, op.kind, op.variable));

@@ -218,6 +218,56 @@ TEST_F(ExecuteTest, NonFiniteUpdatesAreRejectedByDefaultAndChangeNothing) {
   EXPECT_TRUE(std::isnan(store_.find("b").value()->read().flat<float>()[0]));
 }
 
+// Conflicts that only the batch itself reveals are refused before any op
+// runs: a CREATE_IF_ABSENT of a stored variable with another shape, two
+// creations or restores of one variable, two optimizers on one variable.
+TEST_F(ExecuteTest, ConflictsWithinABatchAreRefusedBeforeAnythingRuns) {
+  OptimizerConfig sgd;
+  OptimizerConfig momentum;
+  momentum.kind = OptimizerConfig::Kind::kMomentum;
+  auto make = [](Op::Kind kind, const std::string& variable, Tensor value, int optimizer = 0) {
+    VariableOpArgs op;
+    op.kind = kind;
+    op.variable = variable;
+    op.value = std::move(value);
+    op.optimizer = optimizer;
+    op.learning_rate = 0.1;
+    return op;
+  };
+  const Tensor two = Tensor::from_vector<float>({1, 1}, {2});
+  struct Case {
+    std::string label;
+    VariableOpArgs second;
+    VariableOpArgs third;
+    absl::StatusCode code;
+    std::string needle;
+  };
+  const std::vector<Case> cases = {
+      {"create_if_absent with another shape", make(Op::CREATE_IF_ABSENT, "b", Tensor::scalar(1.0f)),
+       VariableOpArgs(), absl::StatusCode::kAlreadyExists,
+       "op 1 (CREATE_IF_ABSENT 'b'): variable 'b' already exists on this ps as float32 [2]"},
+      {"two restores", make(Op::RESTORE, "r", two), make(Op::RESTORE, "r", Tensor::scalar(1.0f)),
+       absl::StatusCode::kInvalidArgument, "op 2 (RESTORE 'r'): the batch creates or restores"},
+      {"two optimizers", make(Op::APPLY_DENSE, "b", two, 0), make(Op::APPLY_DENSE, "b", two, 1),
+       absl::StatusCode::kFailedPrecondition, "two optimizers (sgd and momentum)"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.label);
+    ExecuteBatch batch;
+    batch.optimizers = {sgd, momentum};
+    batch.ops.push_back(make(Op::ASSIGN_ADD, "b", Tensor::from_vector<float>({100, 100}, {2})));
+    batch.ops.push_back(c.second);
+    if (c.third.variable.size() > 0) batch.ops.push_back(c.third);
+    std::vector<Tensor> results;
+    const absl::Status status = execute_variable_ops(store_, batch, &results);
+    EXPECT_EQ(status.code(), c.code) << status;
+    EXPECT_THAT(status.message(), ::testing::HasSubstr(c.needle));
+    EXPECT_EQ(store_.find("b").value()->read(), Tensor::from_vector<float>({0.5f, -0.5f}, {2}));
+    EXPECT_EQ(store_.find("b").value()->optimizer_info().steps, 0);
+    EXPECT_FALSE(store_.find("r").ok());
+  }
+}
+
 TEST(ExecuteNonFiniteTest, AllowAppliesNonFiniteUpdatesAsTensorFlowDoes) {
   VariableStore store(NonFinitePolicy::kAllow);
   ASSERT_TRUE(store.create("b", Tensor::from_vector<float>({1, 2}, {2})).ok());
