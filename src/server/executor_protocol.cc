@@ -100,13 +100,15 @@ class ComputeReactor final : public grpc::ServerUnaryReactor {
     ComputeReactor* reactor = nullptr;  // Valid until finished is claimed, then until Finish.
     grpc::ByteBuffer* response = nullptr;
     bool outline_structs = false;
+    size_t max_message_bytes = 0;
   };
 
-  ComputeReactor(grpc::ByteBuffer* response, bool outline_structs)
+  ComputeReactor(grpc::ByteBuffer* response, bool outline_structs, size_t max_message_bytes)
       : state_(std::make_shared<State>()) {
     state_->reactor = this;
     state_->response = response;
     state_->outline_structs = outline_structs;
+    state_->max_message_bytes = max_message_bytes;
   }
 
   [[nodiscard]] const std::shared_ptr<State>& state() const { return state_; }
@@ -118,10 +120,23 @@ class ComputeReactor final : public grpc::ServerUnaryReactor {
       state.reactor->Finish(to_grpc_status(result.status()));
       return;
     }
-    if (state.outline_structs && (result->is_sequence() || result->is_dict())) {
-      serialize_outline(*result, state.response);
-    } else {
-      serialize_value(*result, state.response);
+    // An allocation that fails (a value built of shared parts can encode to
+    // far more than it holds in memory) fails this call, not the worker.
+    try {
+      if (state.outline_structs && (result->is_sequence() || result->is_dict())) {
+        serialize_outline(*result, state.response);
+      } else if (const size_t size = encoded_size(*result); size > state.max_message_bytes) {
+        state.reactor->Finish(to_grpc_status(absl::ResourceExhaustedError(absl::StrCat(
+            "Compute: the value encodes to ", size, " bytes, more than max_message_bytes ",
+            state.max_message_bytes, "; compute its parts (CreateSelection) instead"))));
+        return;
+      } else {
+        serialize_value(*result, state.response);
+      }
+    } catch (const std::bad_alloc&) {
+      state.reactor->Finish(to_grpc_status(absl::ResourceExhaustedError(
+          "Compute: the worker ran out of memory encoding the value")));
+      return;
     }
     state.reactor->Finish(grpc::Status::OK);
   }
@@ -257,7 +272,8 @@ grpc::ServerUnaryReactor* ExecutorServiceImpl::Compute(grpc::CallbackServerConte
   if (status.ok() && message.value_ref().id().empty()) {
     status = absl::InvalidArgumentError("Compute needs value_ref: the value to compute");
   }
-  auto* reactor = new ComputeReactor(response, message.outline_structs());
+  auto* reactor =
+      new ComputeReactor(response, message.outline_structs(), limits_.max_message_bytes);
   if (status.ok()) {
     status = values_.compute(message.value_ref().id(),
                              [state = reactor->state()](const ValueGraph::Result& result) {

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "base/strings.h"
+#include "tensor/codec.h"
 
 namespace psflow {
 
@@ -30,6 +31,13 @@ struct ValueGraph::Node {
   std::vector<std::string> names;  // kStruct: the keys when named (sorted).
   bool list = false;               // kStruct, unnamed.
   int64_t index = 0;               // kSelection.
+  // Nesting this node adds over its leaves: a value's own depth, a
+  // struct's 1 + its deepest element's, a selection's source's, 0 for a
+  // call (its result is checked when it is encoded). Set when added.
+  int depth = 0;
+  // Bytes the value encodes to, as far as known when added (0 for a call):
+  // elements shared by a struct count each time, as encoding repeats them.
+  size_t bytes = 0;
   size_t unresolved = 0;           // Inputs not resolved yet (struct, selection).
   std::vector<std::shared_ptr<Node>> dependents;
   std::vector<Waiter> waiters;
@@ -236,6 +244,8 @@ void ValueGraph::fire(Fired fired) {
 absl::StatusOr<std::string> ValueGraph::create_value(Structure value) {
   auto node = std::make_shared<Node>();
   node->kind = Node::Kind::kValue;
+  node->depth = value.depth();
+  node->bytes = encoded_size(value);
   node->result = std::move(value);
   node->resolved = true;
   absl::MutexLock lock(&mu_);
@@ -357,8 +367,25 @@ absl::StatusOr<std::string> ValueGraph::create_struct(const std::vector<Element>
     if ((*input)->kind == Node::Kind::kFunction) {
       return function_misuse(**input, role, "cannot be a struct element");
     }
+    node->depth = std::max(node->depth, (*input)->depth + 1);
+    node->bytes = std::min(kMaxStructBytes + 1, node->bytes + (*input)->bytes + 16);
     node->inputs.push_back(*std::move(input));
     if (named) node->names.push_back(elements[i].name);
+  }
+  // Encoding, decoding and freeing a structure recurse once per level, and
+  // clients' protobuf parsers stop at 100 nested messages: a chain of
+  // structs must not grow without bound.
+  if (node->depth > kMaxStructDepth) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "CreateStruct: the struct would nest ", node->depth, " levels deep, more than ",
+        kMaxStructDepth, "; flatten it"));
+  }
+  // Sharing lets a few requests describe a struct whose encoding (every
+  // shared element written out each time) would take exabytes.
+  if (node->bytes > kMaxStructBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "CreateStruct: the struct would encode to more than ", kMaxStructBytes,
+        " bytes (its elements counted each time they appear); build smaller structs"));
   }
   link(node);
   return add(std::move(node));
@@ -391,6 +418,8 @@ absl::StatusOr<std::string> ValueGraph::create_selection(std::string_view source
   auto node = std::make_shared<Node>();
   node->kind = Node::Kind::kSelection;
   node->index = index;
+  node->depth = src.depth;
+  node->bytes = src.bytes;
   node->inputs.push_back(*std::move(source));
   link(node);
   return add(std::move(node));

@@ -80,6 +80,11 @@ class ValueGraph {
   };
 
   struct Node;
+  // Deepest nesting create_struct builds (the codec's default max_depth):
+  // deeper structs are refused.
+  static constexpr int kMaxStructDepth = 64;
+  // Largest encoding create_struct builds (more than any message can carry).
+  static constexpr size_t kMaxStructBytes = size_t{2} << 30;
   // A call created by create_call and not yet run.
   struct PendingCall {
     std::string id;

@@ -78,6 +78,30 @@ TEST_F(ValueGraphTest, ValuesComputeAtOnceAndIdsCarryThePrefix) {
   EXPECT_NE(value(1), id);  // Never reused.
 }
 
+// A chain of structs cannot nest deeper than kMaxStructDepth (encoding and
+// freeing recurse per level), and structs sharing an element cannot
+// describe an encoding beyond kMaxStructBytes (each use is written out).
+TEST_F(ValueGraphTest, StructsCannotNestTooDeepOrEncodeTooLarge) {
+  std::string id = value(Structure(1));
+  for (int level = 1; level <= ValueGraph::kMaxStructDepth; ++level) {
+    id = ok_value(graph_.create_struct({{"", id}}, false));
+  }
+  absl::Status deeper = graph_.create_struct({{"", id}}, false).status();
+  EXPECT_EQ(deeper.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(deeper.message()), ::testing::HasSubstr("65 levels deep"));
+
+  // 1 MiB shared 2^k times: refused once the encoding passes 2 GiB.
+  std::string doubled = value(Structure(Tensor(DType::kUInt8, {1 << 20})));
+  int levels = 0;
+  absl::StatusOr<std::string> next;
+  while ((next = graph_.create_struct({{"", doubled}, {"", doubled}}, false)).ok()) {
+    doubled = *next;
+    ASSERT_LT(++levels, 20);
+  }
+  EXPECT_EQ(levels, 10);  // 2^11 MiB > 2 GiB
+  EXPECT_THAT(std::string(next.status().message()), ::testing::HasSubstr("would encode to more"));
+}
+
 TEST_F(ValueGraphTest, CallRunsLaterWithItsArgumentOrNone) {
   const std::string add = function("add");
   ValueGraph::PendingCall sum = call(add, value(Structure::tuple({1, 2})));
