@@ -78,16 +78,7 @@ TEST_P(ShardedEquivalenceTest, ScatterOpsAndSparseRead) {
   Twins t(GetParam());
   std::mt19937 rng(42);
   std::uniform_int_distribution<int64_t> id(0, GetParam() - 1);
-  using Fn = absl::Status (ShardedVariable::*)(const IndexedSlices&) const;
-  const std::vector<std::pair<std::string, Fn>> ops = {
-      {"scatter_add", &ShardedVariable::scatter_add},
-      {"scatter_sub", &ShardedVariable::scatter_sub},
-      {"scatter_mul", &ShardedVariable::scatter_mul},
-      {"scatter_div", &ShardedVariable::scatter_div},
-      {"scatter_min", &ShardedVariable::scatter_min},
-      {"scatter_max", &ShardedVariable::scatter_max},
-      {"scatter_update", &ShardedVariable::scatter_update}};
-  for (const auto& [name, fn] : ops) {
+  for (const auto& [name, fn] : testing::scatter_methods()) {
     for (int round = 0; round < 3; ++round) {
       // Unique ids for update (duplicates apply in order either way, but
       // keep the comparison about routing), duplicates for the rest.

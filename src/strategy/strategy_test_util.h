@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -110,6 +111,19 @@ T value_or_fail(absl::StatusOr<T> s) {
   } else {
     return std::move(s).value();  // checked: throws after the failure above
   }
+}
+
+// Every scatter op of ShardedVariable by name, for tests that run each on
+// a sharded variable and on an unsharded twin.
+using ScatterMethod = absl::Status (ShardedVariable::*)(const IndexedSlices&) const;
+inline std::vector<std::pair<std::string, ScatterMethod>> scatter_methods() {
+  return {{"scatter_add", &ShardedVariable::scatter_add},
+          {"scatter_sub", &ShardedVariable::scatter_sub},
+          {"scatter_mul", &ShardedVariable::scatter_mul},
+          {"scatter_div", &ShardedVariable::scatter_div},
+          {"scatter_min", &ShardedVariable::scatter_min},
+          {"scatter_max", &ShardedVariable::scatter_max},
+          {"scatter_update", &ShardedVariable::scatter_update}};
 }
 
 }  // namespace psflow::testing

@@ -25,6 +25,7 @@
 #include "psflow/optimizer.h"
 #include "psflow/partitioners.h"
 #include "psflow/variable.h"
+#include "strategy/strategy_test_util.h"
 #include "base/test_util.h"
 
 namespace psflow {
@@ -209,16 +210,7 @@ TEST_F(StrategyIntegrationTest, EveryShardedOpMatchesAnUnshardedTwin) {
   ASSERT_TRUE(sharded.assign_sub(value).ok());
   ASSERT_TRUE(twin.assign_sub(value).ok());
   expect_equal("assign, assign_add, assign_sub");
-  using Fn = absl::Status (ShardedVariable::*)(const IndexedSlices&) const;
-  const std::vector<std::pair<std::string, Fn>> ops = {
-      {"scatter_add", &ShardedVariable::scatter_add},
-      {"scatter_sub", &ShardedVariable::scatter_sub},
-      {"scatter_mul", &ShardedVariable::scatter_mul},
-      {"scatter_div", &ShardedVariable::scatter_div},
-      {"scatter_min", &ShardedVariable::scatter_min},
-      {"scatter_max", &ShardedVariable::scatter_max},
-      {"scatter_update", &ShardedVariable::scatter_update}};
-  for (const auto& [name, fn] : ops) {
+  for (const auto& [name, fn] : testing::scatter_methods()) {
     // Ids on every part, 12 twice (applied in order), for all but update.
     const std::vector<int64_t> ids = name == "scatter_update"
                                          ? std::vector<int64_t>{12, 0, 5, 9}
