@@ -1,6 +1,9 @@
 // Probes for the fault-injection tests, registered in every psflow binary
 // so that real worker processes can run them.
 #include <signal.h>
+
+#include <cstdlib>
+#include <string_view>
 #include <unistd.h>
 
 #include <cstdint>
@@ -13,6 +16,9 @@
 #include "psflow/variable.h"
 
 namespace psflow {
+
+// The environment variable that lets fault-injecting functions act.
+constexpr char kFaultFunctionsVariable[] = "PSFLOW_ENABLE_FAULT_FUNCTIONS";
 namespace {
 
 // Exactly-once under repeated kills: args (counter, marker, work_ms).
@@ -43,12 +49,21 @@ PSFLOW_REGISTER_FUNCTION("testing/increment_then_work", &increment_then_work);
 
 // A poison closure: SIGKILLs the worker process that runs it, as a function
 // that crashes its worker would (the coordinator sees a worker failure,
-// never an application error).
-PSFLOW_REGISTER_FUNCTION("testing/kill_own_worker",
-                         [](WorkerContext&, const Structure&) -> absl::StatusOr<Structure> {
-                           ::kill(::getpid(), SIGKILL);
-                           return absl::InternalError("still alive after SIGKILL");
-                         });
+// never an application error). Every worker binary carries it, so it acts
+// only where the worker's environment says fault tests may run; anywhere
+// else any client could kill the worker with one call.
+PSFLOW_REGISTER_FUNCTION(
+    "testing/kill_own_worker", [](WorkerContext&, const Structure&) -> absl::StatusOr<Structure> {
+      const char* enabled = std::getenv(kFaultFunctionsVariable);
+      if (enabled == nullptr || std::string_view(enabled) != "1") {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "testing/kill_own_worker is a fault-test function; it runs only on workers started "
+            "with ",
+            kFaultFunctionsVariable, "=1 in their environment"));
+      }
+      ::kill(::getpid(), SIGKILL);
+      return absl::InternalError("still alive after SIGKILL");
+    });
 
 // (worker index, worker recoveries, whether the restart salt is set) of
 // the worker running it.

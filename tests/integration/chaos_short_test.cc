@@ -225,10 +225,33 @@ TEST(ChaosShortTest, CounterEqualsClosuresUnderRepeatedKills) {
   EXPECT_GT(at_least_once.counter, kClosures);
 }
 
+// Without PSFLOW_ENABLE_FAULT_FUNCTIONS=1 in the workers' environment (a
+// production worker) the poison function refuses to act: one call must not
+// be able to kill a worker.
+TEST(ChaosShortTest, TheWorkerKillingFunctionOnlyActsWhereFaultTestsAreEnabled) {
+  ASSERT_EQ(::unsetenv("PSFLOW_ENABLE_FAULT_FUNCTIONS"), 0);
+  testing::ChaosCluster c = testing::start_chaos_cluster(0);
+  absl::StatusOr<RemoteValue> poison = c.coordinator->schedule("testing/kill_own_worker", {});
+  ASSERT_TRUE(poison.ok()) << poison.status();
+  const absl::Status fetched = poison->fetch().status();
+  EXPECT_EQ(fetched.code(), absl::StatusCode::kFailedPrecondition) << fetched;
+  EXPECT_THAT(std::string(fetched.message()), HasSubstr("PSFLOW_ENABLE_FAULT_FUNCTIONS=1"));
+  EXPECT_EQ(c.coordinator->join(), fetched);  // an application error, reported once
+  // Both workers are still up: a closure runs on each.
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_TRUE(c.cluster->signal_task("worker", i, 0).ok()) << "worker " << i;
+  }
+  absl::StatusOr<RemoteValue> after = c.coordinator->schedule("testing/worker_index", {});
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_TRUE(after->fetch().ok());
+}
+
 // (f) of the chaos suite: a closure that kills every worker it runs on is
 // failed after max_worker_failures_per_closure attempts instead of looping;
 // the error is reported once and the restarted workers take work again.
 TEST(ChaosShortTest, PoisonClosureIsFailedAfterTheRetryBound) {
+  // The workers (children of this process) inherit it.
+  ASSERT_EQ(::setenv("PSFLOW_ENABLE_FAULT_FUNCTIONS", "1", 1), 0);
   ClusterCoordinatorOptions options;
   options.max_worker_failures_per_closure = 3;
   testing::ChaosCluster c = testing::start_chaos_cluster(20, options);
