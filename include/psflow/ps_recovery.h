@@ -109,7 +109,6 @@ class PsRecovery {
   // Recoveries done so far.
   [[nodiscard]] int recoveries() const;
   [[nodiscard]] int num_ps_tasks() const;
-  [[nodiscard]] const CheckpointManager& checkpoints() const;
 
  private:
   struct State;

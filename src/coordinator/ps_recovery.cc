@@ -87,17 +87,18 @@ absl::StatusOr<PsRecovery::Restored> PsRecovery::recover(const absl::Status& err
         "parameter server(s) ", tasks, " restarted but ", s.checkpoints.directory(),
         " holds no checkpoint to restore (was it emptied?)"));
   }
-  PSFLOW_RETURN_IF_ERROR(s.checkpoints.checkpoint().restore(*latest));
-  ++s.recoveries;
+  // Read before restoring, so that an unreadable index changes nothing.
   Restored restored;
-  restored.restarted = std::exchange(s.unrestored, {});
-  restored.checkpoint = *latest;
   absl::StatusOr<int64_t> iterations = load_checkpoint_iterations(*latest);
   if (iterations.ok()) {
     restored.iterations = *iterations;
   } else if (!absl::IsNotFound(iterations.status())) {
     return iterations.status();
   }
+  PSFLOW_RETURN_IF_ERROR(s.checkpoints.checkpoint().restore(*latest));
+  ++s.recoveries;
+  restored.restarted = std::exchange(s.unrestored, {});
+  restored.checkpoint = *latest;
   if (s.options.out != nullptr) {
     std::fprintf(s.options.out,
                  "ps recovery %d: %s restarted (%s); restored all %d ps tasks from %s%s\n",
@@ -114,6 +115,5 @@ absl::StatusOr<PsRecovery::Restored> PsRecovery::recover(const absl::Status& err
 
 int PsRecovery::recoveries() const { return state_->recoveries; }
 int PsRecovery::num_ps_tasks() const { return state_->monitor.num_tasks(); }
-const CheckpointManager& PsRecovery::checkpoints() const { return state_->checkpoints; }
 
 }  // namespace psflow

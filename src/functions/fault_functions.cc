@@ -16,10 +16,10 @@
 #include "psflow/variable.h"
 
 namespace psflow {
+namespace {
 
 // The environment variable that lets fault-injecting functions act.
 constexpr char kFaultFunctionsVariable[] = "PSFLOW_ENABLE_FAULT_FUNCTIONS";
-namespace {
 
 // Exactly-once under repeated kills: args (counter, marker, work_ms).
 // Writes its worker index to `marker` (so that a killer can aim at a worker

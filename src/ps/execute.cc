@@ -49,28 +49,28 @@ bool needs_ids(Op::Kind kind) {
   return kind == Op::GATHER || kind == Op::APPLY_SPARSE || scatter_op(kind).has_value();
 }
 
-// What the value of an arithmetic update is called in errors; null for ops
+// How errors say what the value of an arithmetic update holds; null for ops
 // whose value is stored outright (NonFinitePolicy leaves those alone).
-const char* update_value_name(Op::Kind kind) {
+const char* update_value_holds(Op::Kind kind) {
   switch (kind) {
     case Op::ASSIGN_ADD:
-    case Op::ASSIGN_SUB: return "delta";
+    case Op::ASSIGN_SUB: return "the delta holds ";
     case Op::APPLY_DENSE:
-    case Op::APPLY_SPARSE: return "gradient";
+    case Op::APPLY_SPARSE: return "the gradient holds ";
     case Op::SCATTER_ADD:
     case Op::SCATTER_SUB:
     case Op::SCATTER_MUL:
     case Op::SCATTER_DIV:
     case Op::SCATTER_MIN:
-    case Op::SCATTER_MAX: return "updates";
+    case Op::SCATTER_MAX: return "the updates hold ";
     default: return nullptr;
   }
 }
 
 // NonFinitePolicy::kReject for one op, after prepare() checked its dtype.
 absl::Status check_finite_update(const VariableOpArgs& op) {
-  const char* what = update_value_name(op.kind);
-  if (what == nullptr || !op.value.valid()) return absl::OkStatus();
+  const char* holds = update_value_holds(op.kind);
+  if (holds == nullptr || !op.value.valid()) return absl::OkStatus();
   const int64_t n = op.value.num_elements();
   int64_t at = -1;
   double bad = 0;
@@ -83,8 +83,7 @@ absl::Status check_finite_update(const VariableOpArgs& op) {
   }
   if (at < 0) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat(
-      "the ", what, std::string_view(what) == "updates" ? " hold " : " holds ", bad,
-      " at element ", at, " of ", n,
+      holds, bad, " at element ", at, " of ", n,
       "; this ps rejects non-finite updates (NonFinitePolicy::kReject), so nothing in the "
       "request was applied: find the step that produced it, or start the ps with "
       "--non-finite-updates=allow to apply such updates as TensorFlow does"));
@@ -127,14 +126,11 @@ absl::Status prepare(VariableStore& store, VariableOpArgs& op,
     }
     // CREATE_IF_ABSENT of a variable stored with another dtype or shape
     // fails: found here, before any op of the batch runs.
-    absl::StatusOr<std::shared_ptr<VariableShard>> existing = store.find(op.variable);
-    if (op.kind == Op::CREATE_IF_ABSENT && existing.ok() &&
-        ((*existing)->dtype() != op.value.dtype() || (*existing)->shape() != op.value.shape())) {
-      return absl::AlreadyExistsError(absl::StrCat(
-          "variable '", op.variable, "' already exists on this ps as ",
-          av(dtype_name((*existing)->dtype())), " ", shape_string((*existing)->shape()),
-          ", which differs from the requested ", av(dtype_name(op.value.dtype())), " ",
-          shape_string(op.value.shape()), "; delete it or use another name"));
+    if (op.kind == Op::CREATE_IF_ABSENT) {
+      absl::StatusOr<std::shared_ptr<VariableShard>> existing = store.find(op.variable);
+      if (existing.ok()) {
+        return VariableStore::keep_conflict(**existing, op.value.dtype(), op.value.shape());
+      }
     }
     return absl::OkStatus();
   }

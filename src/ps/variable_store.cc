@@ -8,6 +8,16 @@
 
 namespace psflow {
 
+absl::Status VariableStore::keep_conflict(const VariableShard& existing, DType dtype,
+                                          const Shape& shape) {
+  if (existing.dtype() == dtype && existing.shape() == shape) return absl::OkStatus();
+  return absl::AlreadyExistsError(absl::StrCat(
+      "variable '", existing.name(), "' already exists on this ps as ",
+      av(dtype_name(existing.dtype())), " ", shape_string(existing.shape()),
+      ", which differs from the requested ", av(dtype_name(dtype)), " ", shape_string(shape),
+      "; delete it or use another name"));
+}
+
 absl::StatusOr<bool> VariableStore::create(const std::string& name, Tensor initial_value,
                                            IfExists if_exists) {
   if (name.empty()) {
@@ -25,14 +35,7 @@ absl::StatusOr<bool> VariableStore::create(const std::string& name, Tensor initi
     return false;
   }
   if (if_exists == IfExists::kKeep) {
-    const VariableShard& old = *it->second;
-    if (old.dtype() != shard->dtype() || old.shape() != shard->shape()) {
-      return absl::AlreadyExistsError(absl::StrCat(
-          "variable '", name, "' already exists on this ps as ",
-          av(dtype_name(old.dtype())), " ", shape_string(old.shape()),
-          ", which differs from the requested ", av(dtype_name(shard->dtype())), " ",
-          shape_string(shard->shape()), "; delete it or use another name"));
-    }
+    PSFLOW_RETURN_IF_ERROR(keep_conflict(*it->second, shard->dtype(), shard->shape()));
     return true;
   }
   it->second = std::move(shard);

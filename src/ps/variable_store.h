@@ -40,6 +40,10 @@ class VariableStore {
   // ALREADY_EXISTS naming both.
   [[nodiscard]] absl::StatusOr<bool> create(const std::string& name, Tensor initial_value,
                                             IfExists if_exists = IfExists::kReplace);
+  // The ALREADY_EXISTS that create(kKeep) gives when `existing` is not of
+  // `dtype` and `shape`, else OK: also for checking a batch before it runs.
+  [[nodiscard]] static absl::Status keep_conflict(const VariableShard& existing, DType dtype,
+                                                  const Shape& shape);
   // Checkpoint restore: replaces the whole state (value, slots, optimizer
   // name and steps) of `name` at once, creating it when absent. An existing
   // variable keeps its dtype and shape: a snapshot of another is

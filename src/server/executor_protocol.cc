@@ -59,11 +59,10 @@ grpc::ServerUnaryReactor* finish_with_id(grpc::CallbackServerContext* context,
   return finish(context, absl::OkStatus());
 }
 
-// A ComputeResponse holding `value`: the structure encoded once, straight
-// into the bytes gRPC sends.
-void serialize_value(const Structure& value, grpc::ByteBuffer* out) {
+// A ComputeResponse holding `value`, whose encoded_size() is `size`: the
+// structure encoded once, straight into the bytes gRPC sends.
+void serialize_value(const Structure& value, size_t size, grpc::ByteBuffer* out) {
   auto* bytes = new std::string();
-  const size_t size = encoded_size(value);
   bytes->reserve(size + 16);
   internal::put_tag(bytes, 1, internal::WireType::kLengthDelimited);
   internal::put_varint(bytes, size);
@@ -131,7 +130,7 @@ class ComputeReactor final : public grpc::ServerUnaryReactor {
             state.max_message_bytes, "; compute its parts (CreateSelection) instead"))));
         return;
       } else {
-        serialize_value(*result, state.response);
+        serialize_value(*result, size, state.response);
       }
     } catch (const std::bad_alloc&) {
       state.reactor->Finish(to_grpc_status(absl::ResourceExhaustedError(
