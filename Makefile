@@ -3,6 +3,7 @@
 #   make test   build, then run the whole test suite with ctest
 #   make bench  build (release), run every benchmark, write build/bench/results.json
 #   make chaos  the long fault-injection suite (short versions run in make test)
+#   make format apply .clang-format to every C++ file (make test checks it)
 BUILD_DIR ?= build
 JOBS      ?= $(shell nproc)
 CTEST_ARGS ?=
@@ -11,7 +12,7 @@ export CCACHE_DIR ?= $(HOME)/.cache/psflow-ccache
 # Relative paths in the cache key: clones and build dirs at other paths share hits.
 export CCACHE_BASEDIR ?= $(CURDIR)
 
-.PHONY: all deps configure build test demo bench chaos clean
+.PHONY: all deps configure build test demo bench chaos format clean
 
 all: build
 
@@ -38,6 +39,9 @@ demo: build
 
 bench: build
 	python3 bench/run_benchmarks.py --build-dir $(BUILD_DIR)
+
+format: deps
+	bash scripts/check-format.sh --fix
 
 clean:
 	rm -rf $(BUILD_DIR)

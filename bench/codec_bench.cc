@@ -56,8 +56,7 @@ void BM_MemcpyNewBuffer(benchmark::State& state) {
   std::shared_ptr<TensorBuffer> src = TensorBuffer::allocate(bytes);
   std::memset(src->data(), 1, bytes);
   for (auto _ : state) {
-    std::shared_ptr<TensorBuffer> dst =
-        internal::allocate_buffer(bytes, /*zero_fill=*/false);
+    std::shared_ptr<TensorBuffer> dst = internal::allocate_buffer(bytes, /*zero_fill=*/false);
     std::memcpy(dst->data(), src->data(), bytes);
     benchmark::DoNotOptimize(dst->data());
     benchmark::ClobberMemory();

@@ -155,7 +155,7 @@ LocalCluster* cluster(benchmark::State& state) {
     LocalClusterOptions options;
     options.num_ps = 1;
     options.num_workers = 2;
-    options.binary_path = PSFLOW_BINARY_PATH;
+    options.binary_path = PSFLOW_TESTING_BINARY_PATH;
     absl::StatusOr<std::unique_ptr<LocalCluster>> c = LocalCluster::start(options);
     return c.ok() ? c->release() : nullptr;
   }();
@@ -191,8 +191,7 @@ std::optional<GrpcCoordinator> make_grpc_coordinator(benchmark::State& state,
 // range(0) closures per round; range(1) closures in flight per worker (1 is
 // TF's dispatch).
 void BM_GrpcScheduleFetchThroughput(benchmark::State& state) {
-  std::optional<GrpcCoordinator> g =
-      make_grpc_coordinator(state, static_cast<int>(state.range(1)));
+  std::optional<GrpcCoordinator> g = make_grpc_coordinator(state, static_cast<int>(state.range(1)));
   if (!g.has_value()) return;
   const auto batch = static_cast<size_t>(state.range(0));
   std::vector<RemoteValue> results;

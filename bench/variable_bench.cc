@@ -48,10 +48,10 @@
 #include "absl/synchronization/blocking_counter.h"
 #include "absl/time/clock.h"
 #include "base/logging.h"
-#include "ps/execute.h"
-#include "ps/optimizer_kernels.h"
-#include "ps/variable_client.h"
-#include "ps/variable_shard.h"
+#include "optimizer/optimizer_kernels.h"
+#include "ps/client/variable_client.h"
+#include "ps/server/execute.h"
+#include "ps/server/variable_shard.h"
 #include "psflow/local_cluster.h"
 #include "psflow/tensor.h"
 #include "tensor/codec.h"
@@ -167,8 +167,7 @@ class PsCost {
     const double cpu = process_cpu_seconds(ps().pid) - cpu_;
     if (ops <= 0) return cpu;
     state.counters["ps_cpu_us_per_op"] = cpu * 1e6 / ops;
-    state.counters["ps_switches_per_op"] =
-        (process_context_switches(ps().pid) - switches_) / ops;
+    state.counters["ps_switches_per_op"] = (process_context_switches(ps().pid) - switches_) / ops;
     state.counters["ps_faults_per_op"] = (process_minor_faults(ps().pid) - ps_faults_) / ops;
     state.counters["client_faults_per_op"] =
         (process_minor_faults(::getpid()) - client_faults_) / ops;

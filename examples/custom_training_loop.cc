@@ -12,9 +12,9 @@
 // coordinator goes on past it. Under Kubernetes or Slurm the same binary
 // takes its role from TF_CONFIG instead (`<binary> server` for the tasks,
 // and the coordinator with TFConfigClusterResolver).
-#include <CLI/CLI.hpp>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cmath>
 #include <csignal>
@@ -95,8 +95,8 @@ PSFLOW_FUNCTION(linear_regression_step, ctx, args) {
     for (int i = 0; i < kDim; ++i) dw[i] += 2.0f * error * x[i] / kBatch;
     db += 2.0f * error / kBatch;
   }
-  PSFLOW_RETURN_IF_ERROR(optimizer.apply_gradients(
-      {{Tensor::from_vector(dw, {kDim}), w}, {Tensor::scalar(db), b}}));
+  PSFLOW_RETURN_IF_ERROR(
+      optimizer.apply_gradients({{Tensor::from_vector(dw, {kDim}), w}, {Tensor::scalar(db), b}}));
   return Structure(loss / kBatch);
 }
 
@@ -198,7 +198,8 @@ absl::Status train(const Flags& flags) {
   PSFLOW_ASSIGN_OR_RETURN(Tensor iterations, optimizer->iterations().read_value());
   double worst = std::abs(b_value.scalar_value<float>() - kTrueBias);
   for (int i = 0; i < kDim; ++i) {
-    worst = std::max(worst, static_cast<double>(std::abs(w_value.flat<float>()[i] - true_weight(i))));
+    worst =
+        std::max(worst, static_cast<double>(std::abs(w_value.flat<float>()[i] - true_weight(i))));
   }
   std::printf(
       "done: %lld optimizer steps in %.1f s, %d ps recoveries; largest parameter error %.4f\n",
@@ -215,9 +216,9 @@ int main(int argc, char** argv) {
 
   Flags flags;
   CLI::App app("Linear regression on psflow: a training program of your own.");
-  app.add_option("--steps", flags.steps, "Training steps (closures)")->check(CLI::Range(1, 1000000));
-  app.add_option("--steps-per-checkpoint", flags.steps_per_checkpoint,
-                 "Steps between checkpoints")
+  app.add_option("--steps", flags.steps, "Training steps (closures)")
+      ->check(CLI::Range(1, 1000000));
+  app.add_option("--steps-per-checkpoint", flags.steps_per_checkpoint, "Steps between checkpoints")
       ->check(CLI::Range(1, 1000000));
   app.add_option("--num-workers", flags.num_workers, "Worker tasks")->check(CLI::Range(1, 64));
   app.add_option("--kill-ps-at", flags.kill_ps_at,

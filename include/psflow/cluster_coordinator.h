@@ -20,9 +20,11 @@
 
 namespace psflow {
 
-class WorkerConnection;  // How the coordinator reaches one worker (runtime).
-class Cluster;           // The implementation (runtime).
+class Cluster;  // The implementation (runtime).
 class ParameterServerStrategy;
+namespace internal {
+struct CoordinatorAccess;  // The runtime's own constructors (other transports).
+}  // namespace internal
 
 struct ClusterCoordinatorOptions {
   // Closures that may wait to run (queued, or waiting for RemoteValue
@@ -114,10 +116,6 @@ class ClusterCoordinator {
   // Workers that run functions on their own threads in this process.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<ClusterCoordinator>> create_in_process(
       int num_workers, ClusterCoordinatorOptions options = {});
-  // Over any worker transport (one connection per worker, index = position).
-  [[nodiscard]] static absl::StatusOr<std::unique_ptr<ClusterCoordinator>> create(
-      std::vector<std::unique_ptr<WorkerConnection>> workers,
-      ClusterCoordinatorOptions options = {});
 
   // Cancels queued closures (CANCELLED), asks running ones to stop, waits
   // for them, and stops every thread. RemoteValues stay usable.
@@ -173,6 +171,7 @@ class ClusterCoordinator {
   [[nodiscard]] int num_workers() const;
 
  private:
+  friend struct internal::CoordinatorAccess;
   explicit ClusterCoordinator(std::unique_ptr<Cluster> cluster);
 
   std::unique_ptr<Cluster> cluster_;

@@ -59,8 +59,7 @@ class ClusterSpec {
   [[nodiscard]] const std::map<std::string, Tasks>& as_map() const { return jobs_; }
   // NOT_FOUND: "No such job in cluster: 'x'" / "No task with index 3 in job
   // 'ps'", each followed by the jobs or indices that do exist.
-  [[nodiscard]] absl::StatusOr<std::string> task_address(std::string_view job,
-                                                         int index) const;
+  [[nodiscard]] absl::StatusOr<std::string> task_address(std::string_view job, int index) const;
 
   friend bool operator==(const ClusterSpec&, const ClusterSpec&) = default;
 

@@ -99,14 +99,12 @@ class Dataset {
   [[nodiscard]] static Dataset from_tensors(Structure components);
   // Rank-0 int64 tensors start, start + step, ... up to but excluding stop,
   // as Python's range. step == 0 is INVALID_ARGUMENT.
-  [[nodiscard]] static Dataset range(int64_t start, int64_t stop,
-                                     int64_t step = 1);
+  [[nodiscard]] static Dataset range(int64_t start, int64_t stop, int64_t step = 1);
   [[nodiscard]] static Dataset range(int64_t stop) { return range(0, stop); }
   // Elements produced by a generator. `make_generator` is called once per
   // pass, so that every pass (and every epoch under repeat) starts afresh;
   // it runs on the thread calling get_next() (or a prefetch thread).
-  [[nodiscard]] static Dataset from_generator(
-      std::function<Generator()> make_generator);
+  [[nodiscard]] static Dataset from_generator(std::function<Generator()> make_generator);
 
   // ---- Transforms ----
 
@@ -118,8 +116,7 @@ class Dataset {
   // random seed is drawn per process so that workers differ. With
   // reshuffle_each_iteration every pass (every epoch under repeat) uses a new
   // order, else every pass repeats the first order. buffer_size >= 1.
-  [[nodiscard]] Dataset shuffle(int64_t buffer_size,
-                                std::optional<uint64_t> seed = std::nullopt,
+  [[nodiscard]] Dataset shuffle(int64_t buffer_size, std::optional<uint64_t> seed = std::nullopt,
                                 bool reshuffle_each_iteration = true) const;
   // The input `count` times (-1: forever). Repeating forever over an empty
   // input ends at once rather than spinning. count >= -1.
@@ -131,8 +128,7 @@ class Dataset {
   // INVALID_ARGUMENT naming the leaf). The last, smaller batch is emitted
   // unless drop_remainder. An input error is returned before the batch it
   // interrupts, which the next call completes. batch_size >= 1.
-  [[nodiscard]] Dataset batch(int64_t batch_size,
-                              bool drop_remainder = false) const;
+  [[nodiscard]] Dataset batch(int64_t batch_size, bool drop_remainder = false) const;
   // fn(element) for each element; an error from fn is returned for that
   // element and the pass goes on with the next.
   [[nodiscard]] Dataset map(MapFn fn) const;

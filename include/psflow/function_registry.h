@@ -61,14 +61,17 @@ class FunctionRegistry {
 
   // INVALID_ARGUMENT for an empty name or an empty function; ALREADY_EXISTS
   // when the name is taken.
-  [[nodiscard]] absl::Status register_function(std::string name, WorkerFunction fn);
+  [[nodiscard]] absl::Status register_function(std::string name, WorkerFunction fn)
+      ABSL_LOCKS_EXCLUDED(mu_);
 
   // Null when nothing is registered under `name`.
-  [[nodiscard]] const RegisteredFunction* find(std::string_view name) const;
+  [[nodiscard]] const RegisteredFunction* find(std::string_view name) const
+      ABSL_LOCKS_EXCLUDED(mu_);
   // NOT_FOUND naming `name` and the registered names closest to it.
-  [[nodiscard]] absl::StatusOr<const RegisteredFunction*> lookup(std::string_view name) const;
+  [[nodiscard]] absl::StatusOr<const RegisteredFunction*> lookup(std::string_view name) const
+      ABSL_LOCKS_EXCLUDED(mu_);
   // Sorted.
-  [[nodiscard]] std::vector<std::string> names() const;
+  [[nodiscard]] std::vector<std::string> names() const ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   mutable absl::Mutex mu_;
@@ -94,19 +97,19 @@ class FunctionRegistrar {
 // Registers any callable under a string name, which may contain characters
 // an identifier cannot ("model/train_step"):
 //   PSFLOW_REGISTER_FUNCTION("model/train_step", &train_step);
-#define PSFLOW_REGISTER_FUNCTION(name, fn)                                          \
+#define PSFLOW_REGISTER_FUNCTION(name, fn)                                           \
   [[maybe_unused]] static const ::psflow::FunctionRegistrar PSFLOW_REGISTRY_CONCAT_( \
       psflow_function_registrar_, __COUNTER__)(name, fn)
 
 // Defines and registers a function under the name of the identifier `name`;
 // `ctx` and `args` name its parameters. See the example at the top.
-#define PSFLOW_FUNCTION(name, ctx, args)                                                  \
-  static ::absl::StatusOr<::psflow::Structure> psflow_function_##name(                    \
-      ::psflow::WorkerContext& ctx, const ::psflow::Structure& args);                     \
+#define PSFLOW_FUNCTION(name, ctx, args)                                                      \
+  static ::absl::StatusOr<::psflow::Structure> psflow_function_##name(                        \
+      ::psflow::WorkerContext& ctx, const ::psflow::Structure& args);                         \
   [[maybe_unused]] static const ::psflow::FunctionRegistrar psflow_function_registrar_##name( \
-      #name, &psflow_function_##name);                                                    \
-  static ::absl::StatusOr<::psflow::Structure> psflow_function_##name(                    \
-      [[maybe_unused]] ::psflow::WorkerContext& ctx,                                      \
+      #name, &psflow_function_##name);                                                        \
+  static ::absl::StatusOr<::psflow::Structure> psflow_function_##name(                        \
+      [[maybe_unused]] ::psflow::WorkerContext& ctx,                                          \
       [[maybe_unused]] const ::psflow::Structure& args)
 
 #endif  // PSFLOW_FUNCTION_REGISTRY_H_

@@ -72,8 +72,7 @@ class LocalCluster {
   // Sends `signal` to one task (fault tests use SIGKILL / SIGSTOP).
   // NOT_FOUND for an unknown task, FAILED_PRECONDITION once it has exited.
   // Immune to pid reuse (signals go through a pidfd).
-  [[nodiscard]] virtual absl::Status signal_task(std::string_view job, int index,
-                                                 int signal) = 0;
+  [[nodiscard]] virtual absl::Status signal_task(std::string_view job, int index, int signal) = 0;
   // How many times the task was restarted so far.
   [[nodiscard]] virtual absl::StatusOr<int> restart_count(std::string_view job,
                                                           int index) const = 0;

@@ -33,8 +33,7 @@ namespace psflow::nn {
 // Dense (fully connected) layer: y = x w + b.
 
 // x [N, in], w [in, out], b [out] -> y [N, out].
-[[nodiscard]] absl::StatusOr<Tensor> dense_forward(const Tensor& x,
-                                                   const Tensor& w,
+[[nodiscard]] absl::StatusOr<Tensor> dense_forward(const Tensor& x, const Tensor& w,
                                                    const Tensor& b);
 
 // Gradients of a dense layer. Thread-safety: a value type.
@@ -46,8 +45,8 @@ struct DenseGradients {
 
 // Given dy = dL/dy [N, out], returns dL/dx, dL/dw, dL/db. The first layer
 // of a model has no use for dx, so `need_dx` false skips that GEMM.
-[[nodiscard]] absl::StatusOr<DenseGradients> dense_backward(
-    const Tensor& x, const Tensor& w, const Tensor& dy, bool need_dx = true);
+[[nodiscard]] absl::StatusOr<DenseGradients> dense_backward(const Tensor& x, const Tensor& w,
+                                                            const Tensor& dy, bool need_dx = true);
 
 // ---------------------------------------------------------------------------
 // Element-wise activations (any shape).
@@ -57,14 +56,12 @@ struct DenseGradients {
 // dy where the forward value was positive, else 0. Accepts either the
 // forward input x or the output relu(x): both are positive at the same
 // places, so callers keep whichever they already hold.
-[[nodiscard]] absl::StatusOr<Tensor> relu_backward(const Tensor& y_or_x,
-                                                   const Tensor& dy);
+[[nodiscard]] absl::StatusOr<Tensor> relu_backward(const Tensor& y_or_x, const Tensor& dy);
 // 1 / (1 + exp(-x)), computed without overflow for large |x|.
 [[nodiscard]] absl::StatusOr<Tensor> sigmoid(const Tensor& x);
 // dy * y * (1 - y). Takes the forward *output* y = sigmoid(x), which makes
 // the derivative free to compute.
-[[nodiscard]] absl::StatusOr<Tensor> sigmoid_backward(const Tensor& y,
-                                                      const Tensor& dy);
+[[nodiscard]] absl::StatusOr<Tensor> sigmoid_backward(const Tensor& y, const Tensor& dy);
 
 // ---------------------------------------------------------------------------
 // Losses: the mean over the batch, as Keras's default reduction
@@ -82,15 +79,15 @@ struct LossResult {
 
 // logits [N, C] float; labels [N] int32, int64 or uint8 in [0, C).
 // Stable for any finite logits (log-sum-exp with the row max subtracted).
-[[nodiscard]] absl::StatusOr<LossResult> sparse_softmax_cross_entropy(
-    const Tensor& logits, const Tensor& labels);
+[[nodiscard]] absl::StatusOr<LossResult> sparse_softmax_cross_entropy(const Tensor& logits,
+                                                                      const Tensor& labels);
 
 // logits [N] or [N, 1]; labels of the same shape, float32 or float64 in
 // [0, 1] (soft labels allowed). Uses the stable form
 // max(x, 0) - x z + log(1 + exp(-|x|)), as TF's
 // sigmoid_cross_entropy_with_logits.
-[[nodiscard]] absl::StatusOr<LossResult> sigmoid_binary_cross_entropy(
-    const Tensor& logits, const Tensor& labels);
+[[nodiscard]] absl::StatusOr<LossResult> sigmoid_binary_cross_entropy(const Tensor& logits,
+                                                                      const Tensor& labels);
 
 // Row-wise softmax of x [N, C] (stable).
 [[nodiscard]] absl::StatusOr<Tensor> softmax(const Tensor& x);
@@ -115,8 +112,7 @@ struct UniqueIds {
 
 // Gathers rows: params [V, dim], ids with every value in [0, V) ->
 // [ids.shape..., dim].
-[[nodiscard]] absl::StatusOr<Tensor> embedding_lookup(const Tensor& params,
-                                                      const Tensor& ids);
+[[nodiscard]] absl::StatusOr<Tensor> embedding_lookup(const Tensor& params, const Tensor& ids);
 
 // A row-sparse gradient (TF's IndexedSlices). Thread-safety: a value type.
 struct SparseGradient {
@@ -128,8 +124,8 @@ struct SparseGradient {
 // one row per distinct id, rows of repeated ids summed, so a parameter
 // server applies each id once. Ids are passed through unchecked (any int64,
 // as hash-table embeddings use).
-[[nodiscard]] absl::StatusOr<SparseGradient> embedding_backward(
-    const Tensor& ids, const Tensor& d_out);
+[[nodiscard]] absl::StatusOr<SparseGradient> embedding_backward(const Tensor& ids,
+                                                                const Tensor& d_out);
 
 // How a bag of embeddings per example becomes one vector (TF's
 // embedding_lookup_sparse combiner).
@@ -139,15 +135,14 @@ enum class Combiner { kSum, kMean };
 // sum_l w[n,l] e[n,l], divided by sum_l w[n,l] for kMean (a bag whose
 // weights sum to 0 gives a zero row). `weights` [N, L], same dtype, finite
 // and >= 0, defaults to all ones; weight 0 marks padding in ragged bags.
-[[nodiscard]] absl::StatusOr<Tensor> embedding_combine(
-    const Tensor& embeddings, Combiner combiner,
-    const Tensor& weights = Tensor());
+[[nodiscard]] absl::StatusOr<Tensor> embedding_combine(const Tensor& embeddings, Combiner combiner,
+                                                       const Tensor& weights = Tensor());
 
 // d_combined [N, dim] -> d_embeddings [N, bag_size, dim], for the same
 // combiner and weights as the forward call.
-[[nodiscard]] absl::StatusOr<Tensor> embedding_combine_backward(
-    const Tensor& d_combined, int64_t bag_size, Combiner combiner,
-    const Tensor& weights = Tensor());
+[[nodiscard]] absl::StatusOr<Tensor> embedding_combine_backward(const Tensor& d_combined,
+                                                                int64_t bag_size, Combiner combiner,
+                                                                const Tensor& weights = Tensor());
 
 // ---------------------------------------------------------------------------
 // Initializers. The same (shape, seed, dtype) gives the same values in
@@ -158,22 +153,20 @@ enum class Combiner { kSum, kMean };
 // log/sin/cos may round differently on another platform.
 // `dtype` must be float32 or float64; shapes are validated as untrusted.
 
-[[nodiscard]] absl::StatusOr<Tensor> zeros(const Shape& shape,
-                                           DType dtype = DType::kFloat32);
+[[nodiscard]] absl::StatusOr<Tensor> zeros(const Shape& shape, DType dtype = DType::kFloat32);
 // Uniform in [minval, maxval) (before rounding to `dtype`); needs finite
 // minval <= maxval.
-[[nodiscard]] absl::StatusOr<Tensor> random_uniform(
-    const Shape& shape, double minval, double maxval, uint64_t seed,
-    DType dtype = DType::kFloat32);
+[[nodiscard]] absl::StatusOr<Tensor> random_uniform(const Shape& shape, double minval,
+                                                    double maxval, uint64_t seed,
+                                                    DType dtype = DType::kFloat32);
 // Normal with mean 0 and the given stddev (finite, >= 0).
-[[nodiscard]] absl::StatusOr<Tensor> random_normal(
-    const Shape& shape, double stddev, uint64_t seed,
-    DType dtype = DType::kFloat32);
+[[nodiscard]] absl::StatusOr<Tensor> random_normal(const Shape& shape, double stddev, uint64_t seed,
+                                                   DType dtype = DType::kFloat32);
 // Keras's GlorotUniform: uniform in [-limit, limit], limit =
 // sqrt(6 / (fan_in + fan_out)), fans computed as Keras does (the last two
 // dims times the receptive field for rank > 2).
-[[nodiscard]] absl::StatusOr<Tensor> glorot_uniform(
-    const Shape& shape, uint64_t seed, DType dtype = DType::kFloat32);
+[[nodiscard]] absl::StatusOr<Tensor> glorot_uniform(const Shape& shape, uint64_t seed,
+                                                    DType dtype = DType::kFloat32);
 
 // ---------------------------------------------------------------------------
 // Metrics, as Keras's: update() during training, result() afterwards.
@@ -196,20 +189,20 @@ class Mean {
  public:
   Mean() = default;
   Mean(const Mean& other);
-  Mean& operator=(const Mean& other);
+  Mean& operator=(const Mean& other) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Adds `value` with `weight` (finite, >= 0). A NaN or infinite value is
   // accepted and propagates to result(), as in Keras, so divergence shows.
-  [[nodiscard]] absl::Status update(double value, double weight = 1.0);
+  [[nodiscard]] absl::Status update(double value, double weight = 1.0) ABSL_LOCKS_EXCLUDED(mu_);
   // Adds every element of a float32/float64 tensor with weight 1.
-  [[nodiscard]] absl::Status update(const Tensor& values);
+  [[nodiscard]] absl::Status update(const Tensor& values) ABSL_LOCKS_EXCLUDED(mu_);
   // total / count; 0 before any update.
-  [[nodiscard]] double result() const;
-  void reset();
-  [[nodiscard]] absl::Status merge(const Mean& other);
+  [[nodiscard]] double result() const ABSL_LOCKS_EXCLUDED(mu_);
+  void reset() ABSL_LOCKS_EXCLUDED(mu_);
+  [[nodiscard]] absl::Status merge(const Mean& other) ABSL_LOCKS_EXCLUDED(mu_);
 
   // {"metric": "mean", "total": float, "count": float}
-  [[nodiscard]] Structure to_structure() const;
+  [[nodiscard]] Structure to_structure() const ABSL_LOCKS_EXCLUDED(mu_);
   [[nodiscard]] static absl::StatusOr<Mean> from_structure(const Structure& s);
 
  private:
@@ -230,21 +223,21 @@ class SparseCategoricalAccuracy {
  public:
   SparseCategoricalAccuracy() = default;
   SparseCategoricalAccuracy(const SparseCategoricalAccuracy& other);
-  SparseCategoricalAccuracy& operator=(const SparseCategoricalAccuracy& other);
+  SparseCategoricalAccuracy& operator=(const SparseCategoricalAccuracy& other)
+      ABSL_LOCKS_EXCLUDED(mu_);
 
   // labels [N] or [N, 1], int32/int64/uint8 in [0, C); predictions [N, C]
   // float (probabilities or logits: the argmax is the same).
-  [[nodiscard]] absl::Status update(const Tensor& labels,
-                                    const Tensor& predictions);
+  [[nodiscard]] absl::Status update(const Tensor& labels, const Tensor& predictions)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // correct / count; 0 before any update.
-  [[nodiscard]] double result() const;
-  void reset();
-  [[nodiscard]] absl::Status merge(const SparseCategoricalAccuracy& other);
+  [[nodiscard]] double result() const ABSL_LOCKS_EXCLUDED(mu_);
+  void reset() ABSL_LOCKS_EXCLUDED(mu_);
+  [[nodiscard]] absl::Status merge(const SparseCategoricalAccuracy& other) ABSL_LOCKS_EXCLUDED(mu_);
 
   // {"metric": "sparse_categorical_accuracy", "correct": int, "count": int}
-  [[nodiscard]] Structure to_structure() const;
-  [[nodiscard]] static absl::StatusOr<SparseCategoricalAccuracy>
-  from_structure(const Structure& s);
+  [[nodiscard]] Structure to_structure() const ABSL_LOCKS_EXCLUDED(mu_);
+  [[nodiscard]] static absl::StatusOr<SparseCategoricalAccuracy> from_structure(const Structure& s);
 
  private:
   struct State {
@@ -265,23 +258,22 @@ class BinaryAccuracy {
   // `threshold` should be finite: from_structure rejects a non-finite one.
   explicit BinaryAccuracy(double threshold = 0.5);
   BinaryAccuracy(const BinaryAccuracy& other);
-  BinaryAccuracy& operator=(const BinaryAccuracy& other);
+  BinaryAccuracy& operator=(const BinaryAccuracy& other) ABSL_LOCKS_EXCLUDED(mu_);
 
   // labels 0 or 1 (float32/float64/int32/int64/uint8/bool); predictions
   // float32/float64 of the same shape ([N] and [N, 1] also pair up).
-  [[nodiscard]] absl::Status update(const Tensor& labels,
-                                    const Tensor& predictions);
-  [[nodiscard]] double result() const;
-  void reset();
+  [[nodiscard]] absl::Status update(const Tensor& labels, const Tensor& predictions)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  [[nodiscard]] double result() const ABSL_LOCKS_EXCLUDED(mu_);
+  void reset() ABSL_LOCKS_EXCLUDED(mu_);
   // INVALID_ARGUMENT when the thresholds differ.
-  [[nodiscard]] absl::Status merge(const BinaryAccuracy& other);
-  [[nodiscard]] double threshold() const;
+  [[nodiscard]] absl::Status merge(const BinaryAccuracy& other) ABSL_LOCKS_EXCLUDED(mu_);
+  [[nodiscard]] double threshold() const ABSL_LOCKS_EXCLUDED(mu_);
 
   // {"metric": "binary_accuracy", "threshold": float, "correct": int,
   //  "count": int}
-  [[nodiscard]] Structure to_structure() const;
-  [[nodiscard]] static absl::StatusOr<BinaryAccuracy> from_structure(
-      const Structure& s);
+  [[nodiscard]] Structure to_structure() const ABSL_LOCKS_EXCLUDED(mu_);
+  [[nodiscard]] static absl::StatusOr<BinaryAccuracy> from_structure(const Structure& s);
 
  private:
   struct State {
@@ -312,25 +304,25 @@ class AUC {
   // INVALID_ARGUMENT unless 2 <= num_thresholds <= kMaxThresholds.
   [[nodiscard]] static absl::StatusOr<AUC> create(int num_thresholds);
   AUC(const AUC& other);
-  AUC& operator=(const AUC& other);
+  AUC& operator=(const AUC& other) ABSL_LOCKS_EXCLUDED(mu_);
 
   // labels 0 or 1 (float32/float64/int32/int64/uint8/bool); predictions
   // float32/float64 probabilities in [0, 1] (Keras asserts the same), same
   // shape as labels ([N] and [N, 1] also pair up).
-  [[nodiscard]] absl::Status update(const Tensor& labels,
-                                    const Tensor& predictions);
+  [[nodiscard]] absl::Status update(const Tensor& labels, const Tensor& predictions)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // 0 when there are no positives or no negatives (Keras's divide_no_nan).
-  [[nodiscard]] double result() const;
-  void reset();
+  [[nodiscard]] double result() const ABSL_LOCKS_EXCLUDED(mu_);
+  void reset() ABSL_LOCKS_EXCLUDED(mu_);
   // INVALID_ARGUMENT when num_thresholds differ.
-  [[nodiscard]] absl::Status merge(const AUC& other);
-  [[nodiscard]] int num_thresholds() const;
+  [[nodiscard]] absl::Status merge(const AUC& other) ABSL_LOCKS_EXCLUDED(mu_);
+  [[nodiscard]] int num_thresholds() const ABSL_LOCKS_EXCLUDED(mu_);
 
   // {"metric": "auc", "num_thresholds": int,
   //  "positives": int64 [num_thresholds - 1],
   //  "negatives": int64 [num_thresholds - 1]}: per bucket b, the examples
   // whose prediction exceeds thresholds 0..b and no more.
-  [[nodiscard]] Structure to_structure() const;
+  [[nodiscard]] Structure to_structure() const ABSL_LOCKS_EXCLUDED(mu_);
   [[nodiscard]] static absl::StatusOr<AUC> from_structure(const Structure& s);
 
  private:

@@ -27,8 +27,9 @@ using Partitioner =
 // `max_shards`; strings count `bytes_per_string` bytes each.
 // INVALID_ARGUMENT when an argument is < 1, in TF's words ("Argument
 // `max_shards` must be positive. Received: 0").
-[[nodiscard]] absl::StatusOr<Partitioner> min_size_partitioner(
-    int64_t min_shard_bytes = 256 << 10, int max_shards = 1, int bytes_per_string = 16);
+[[nodiscard]] absl::StatusOr<Partitioner> min_size_partitioner(int64_t min_shard_bytes = 256 << 10,
+                                                               int max_shards = 1,
+                                                               int bytes_per_string = 16);
 
 // TF's MaxSizePartitioner: shards of at most `max_shard_bytes` (at least one
 // row each), capped at `max_shards` when given (0 counts as not given, as

@@ -75,10 +75,12 @@ class DatasetRegistry {
   [[nodiscard]] static DatasetRegistry& global();
 
   // INVALID_ARGUMENT for an empty name or function; ALREADY_EXISTS.
-  [[nodiscard]] absl::Status register_dataset(std::string name, DatasetFunction fn);
+  [[nodiscard]] absl::Status register_dataset(std::string name, DatasetFunction fn)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // NOT_FOUND naming `name` and the registered names closest to it.
-  [[nodiscard]] absl::StatusOr<DatasetFunction> lookup(std::string_view name) const;
-  [[nodiscard]] std::vector<std::string> names() const;
+  [[nodiscard]] absl::StatusOr<DatasetFunction> lookup(std::string_view name) const
+      ABSL_LOCKS_EXCLUDED(mu_);
+  [[nodiscard]] std::vector<std::string> names() const ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   mutable absl::Mutex mu_;

@@ -94,8 +94,8 @@ class WorkerResource {
   std::shared_ptr<void> object_;
 };
 
-using ResourceFunction = std::function<absl::StatusOr<WorkerResource>(
-    const ResourceContext& ctx, const Structure& args)>;
+using ResourceFunction = std::function<absl::StatusOr<WorkerResource>(const ResourceContext& ctx,
+                                                                      const Structure& args)>;
 
 // Resource functions by name, filled at static initialisation in every
 // process of the binary (as FunctionRegistry).
@@ -105,10 +105,12 @@ class ResourceRegistry {
   [[nodiscard]] static ResourceRegistry& global();
 
   // INVALID_ARGUMENT for an empty name or function; ALREADY_EXISTS.
-  [[nodiscard]] absl::Status register_resource(std::string name, ResourceFunction fn);
+  [[nodiscard]] absl::Status register_resource(std::string name, ResourceFunction fn)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // NOT_FOUND naming `name` and the registered names closest to it.
-  [[nodiscard]] absl::StatusOr<ResourceFunction> lookup(std::string_view name) const;
-  [[nodiscard]] std::vector<std::string> names() const;
+  [[nodiscard]] absl::StatusOr<ResourceFunction> lookup(std::string_view name) const
+      ABSL_LOCKS_EXCLUDED(mu_);
+  [[nodiscard]] std::vector<std::string> names() const ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   mutable absl::Mutex mu_;
@@ -158,13 +160,13 @@ class PerWorkerResource {
       psflow_resource_registrar_, __COUNTER__)(name, fn)
 
 // Defines and registers a resource function named after the identifier.
-#define PSFLOW_RESOURCE_FUNCTION(name, ctx, args)                                              \
-  static ::absl::StatusOr<::psflow::WorkerResource> psflow_resource_##name(                    \
-      const ::psflow::ResourceContext& ctx, const ::psflow::Structure& args);                  \
+#define PSFLOW_RESOURCE_FUNCTION(name, ctx, args)                                             \
+  static ::absl::StatusOr<::psflow::WorkerResource> psflow_resource_##name(                   \
+      const ::psflow::ResourceContext& ctx, const ::psflow::Structure& args);                 \
   [[maybe_unused]] static const ::psflow::ResourceRegistrar psflow_resource_registrar_##name( \
-      #name, &psflow_resource_##name);                                                         \
-  static ::absl::StatusOr<::psflow::WorkerResource> psflow_resource_##name(                    \
-      [[maybe_unused]] const ::psflow::ResourceContext& ctx,                                   \
+      #name, &psflow_resource_##name);                                                        \
+  static ::absl::StatusOr<::psflow::WorkerResource> psflow_resource_##name(                   \
+      [[maybe_unused]] const ::psflow::ResourceContext& ctx,                                  \
       [[maybe_unused]] const ::psflow::Structure& args)
 
 #endif  // PSFLOW_PER_WORKER_RESOURCE_H_

@@ -108,15 +108,14 @@ class RemoteStructure {
   using Items = std::vector<RemoteStructure>;
   using Fields = std::map<std::string, RemoteStructure, std::less<>>;
 
-  RemoteStructure() = default;                                       // None
-  RemoteStructure(Structure value) : value_(std::move(value)) {}     // NOLINT
-  RemoteStructure(RemoteValue value) : value_(std::move(value)) {}   // NOLINT
+  RemoteStructure() = default;                                      // None
+  RemoteStructure(Structure value) : value_(std::move(value)) {}    // NOLINT
+  RemoteStructure(RemoteValue value) : value_(std::move(value)) {}  // NOLINT
   template <typename T,
-            typename = std::enable_if_t<
-                std::is_constructible_v<Structure, T&&> &&
-                !std::is_same_v<std::decay_t<T>, Structure> &&
-                !std::is_same_v<std::decay_t<T>, RemoteValue> &&
-                !std::is_same_v<std::decay_t<T>, RemoteStructure>>>
+            typename = std::enable_if_t<std::is_constructible_v<Structure, T&&> &&
+                                        !std::is_same_v<std::decay_t<T>, Structure> &&
+                                        !std::is_same_v<std::decay_t<T>, RemoteValue> &&
+                                        !std::is_same_v<std::decay_t<T>, RemoteStructure>>>
   RemoteStructure(T&& value) : value_(Structure(std::forward<T>(value))) {}  // NOLINT
 
   [[nodiscard]] static RemoteStructure tuple(Items items);
@@ -125,10 +124,10 @@ class RemoteStructure {
 
   [[nodiscard]] Kind kind() const;
   // Accessors abort when the kind does not match (a programming error).
-  [[nodiscard]] const Structure& value() const;              // kValue
-  [[nodiscard]] const RemoteValue& remote_value() const;     // kRemoteValue
-  [[nodiscard]] const Items& items() const;                  // kTuple, kList
-  [[nodiscard]] const Fields& fields() const;                // kDict
+  [[nodiscard]] const Structure& value() const;           // kValue
+  [[nodiscard]] const RemoteValue& remote_value() const;  // kRemoteValue
+  [[nodiscard]] const Items& items() const;               // kTuple, kList
+  [[nodiscard]] const Fields& fields() const;             // kDict
 
   // Every RemoteValue leaf, in nest order (depth first, dict entries by
   // key); empty for a plain Structure.
@@ -138,11 +137,17 @@ class RemoteStructure {
   [[nodiscard]] std::string debug_string() const;
 
  private:
-  struct Tuple { Items items; };
-  struct List { Items items; };
-  struct Dict { Fields fields; };
-  std::variant<Structure, RemoteValue, std::shared_ptr<const Tuple>,
-               std::shared_ptr<const List>, std::shared_ptr<const Dict>>
+  struct Tuple {
+    Items items;
+  };
+  struct List {
+    Items items;
+  };
+  struct Dict {
+    Fields fields;
+  };
+  std::variant<Structure, RemoteValue, std::shared_ptr<const Tuple>, std::shared_ptr<const List>,
+               std::shared_ptr<const Dict>>
       value_;
 };
 

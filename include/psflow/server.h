@@ -72,9 +72,10 @@ class Server {
   // INVALID_ARGUMENT when the job is not "ps" or "worker", the task is not
   // in `spec`, or its address has no numeric port. Port 0 picks a free port
   // at start(); target() then reports it.
-  [[nodiscard]] static absl::StatusOr<std::unique_ptr<Server>> create(
-      const ClusterSpec& spec, std::string job_name, int task_index,
-      ServerOptions options = {});
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<Server>> create(const ClusterSpec& spec,
+                                                                      std::string job_name,
+                                                                      int task_index,
+                                                                      ServerOptions options = {});
   virtual ~Server() = default;
 
   // Binds and starts serving. UNAVAILABLE names the address when it cannot

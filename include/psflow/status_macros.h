@@ -3,10 +3,10 @@
 #ifndef PSFLOW_STATUS_MACROS_H_
 #define PSFLOW_STATUS_MACROS_H_
 
+#include <utility>
+
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-
-#include <utility>
 
 #define PSFLOW_CONCAT_INNER_(a, b) a##b
 #define PSFLOW_CONCAT_(a, b) PSFLOW_CONCAT_INNER_(a, b)

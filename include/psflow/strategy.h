@@ -158,9 +158,11 @@ class ParameterServerStrategy {
   // Scalars are never sharded. The CREATE requests go one per task, in
   // parallel; when one fails, the names and counter slots stay used.
   [[nodiscard]] absl::StatusOr<ShardedVariable> create_variable(Tensor initial_value,
-                                                                VariableOptions options = {});
+                                                                VariableOptions options = {})
+      ABSL_LOCKS_EXCLUDED(mu_);
   [[nodiscard]] absl::StatusOr<ShardedVariable> create_variable(Initializer initial_value,
-                                                                VariableOptions options = {});
+                                                                VariableOptions options = {})
+      ABSL_LOCKS_EXCLUDED(mu_);
 
   [[nodiscard]] const ClusterSpec& cluster_spec() const { return spec_; }
   [[nodiscard]] int num_ps() const { return static_cast<int>(ps_clients_.size()); }

@@ -47,9 +47,7 @@ class Structure {
   [[nodiscard]] Kind kind() const;
   [[nodiscard]] bool is_none() const { return kind() == Kind::kNone; }
   [[nodiscard]] bool is_tensor() const { return kind() == Kind::kTensor; }
-  [[nodiscard]] bool is_sequence() const {
-    return kind() == Kind::kTuple || kind() == Kind::kList;
-  }
+  [[nodiscard]] bool is_sequence() const { return kind() == Kind::kTuple || kind() == Kind::kList; }
   [[nodiscard]] bool is_dict() const { return kind() == Kind::kDict; }
 
   // Accessors abort when the kind does not match (a programming error);
@@ -59,8 +57,8 @@ class Structure {
   [[nodiscard]] double float_value() const;
   [[nodiscard]] bool bool_value() const;
   [[nodiscard]] const std::string& string_value() const;
-  [[nodiscard]] const Items& items() const;   // tuple or list
-  [[nodiscard]] const Fields& fields() const; // dict
+  [[nodiscard]] const Items& items() const;    // tuple or list
+  [[nodiscard]] const Fields& fields() const;  // dict
   // Element count of a tuple, list or dict; 0 otherwise.
   [[nodiscard]] size_t size() const;
   [[nodiscard]] const Structure& operator[](size_t i) const;
@@ -81,14 +79,26 @@ class Structure {
   friend bool operator==(const Structure& a, const Structure& b);
 
  private:
-  struct Tuple { Items items; };
-  struct List { Items items; };
-  struct Dict { Fields fields; };
+  struct Tuple {
+    Items items;
+  };
+  struct List {
+    Items items;
+  };
+  struct Dict {
+    Fields fields;
+  };
   std::variant<std::monostate, Tensor, int64_t, double, bool, std::string,
                std::shared_ptr<const Tuple>, std::shared_ptr<const List>,
                std::shared_ptr<const Dict>>
       value_;
 };
+
+// A kind as error messages name it: "None", "tensor", "int", "float", "bool",
+// "string", "tuple", "list", "dict".
+[[nodiscard]] std::string_view kind_name(Structure::Kind kind);
+// The same with its article: "None", "a tensor", "an int", ... "a dict".
+[[nodiscard]] std::string_view kind_name_with_article(Structure::Kind kind);
 
 // Prints debug_string().
 std::ostream& operator<<(std::ostream& os, const Structure& s);
@@ -96,8 +106,8 @@ std::ostream& operator<<(std::ostream& os, const Structure& s);
 // Same shape of nesting, and leaves equal up to all_close for float tensors
 // and floats. The message names the path of the first difference, e.g.
 // "[1][0]: 3 vs 4".
-[[nodiscard]] absl::Status all_close(const Structure& a, const Structure& b,
-                                     double rtol = 1e-5, double atol = 1e-8);
+[[nodiscard]] absl::Status all_close(const Structure& a, const Structure& b, double rtol = 1e-5,
+                                     double atol = 1e-8);
 
 }  // namespace psflow
 

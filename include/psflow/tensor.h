@@ -2,14 +2,13 @@
 #ifndef PSFLOW_TENSOR_H_
 #define PSFLOW_TENSOR_H_
 
+#include <Eigen/Core>
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
 #include <ostream>
 #include <string>
 #include <vector>
-
-#include <Eigen/Core>
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
@@ -67,17 +66,15 @@ class Tensor {
   // Wraps an existing buffer (no copy) for a fixed-width dtype.
   // INVALID_ARGUMENT unless `byte_offset + byte size` fits in the buffer and
   // the first element is aligned for the dtype.
-  [[nodiscard]] static absl::StatusOr<Tensor> from_buffer(
-      DType dtype, Shape shape, std::shared_ptr<TensorBuffer> buffer,
-      size_t byte_offset = 0);
+  [[nodiscard]] static absl::StatusOr<Tensor> from_buffer(DType dtype, Shape shape,
+                                                          std::shared_ptr<TensorBuffer> buffer,
+                                                          size_t byte_offset = 0);
 
   // Fixed-width element types. `values.size()` must equal the shape's
   // element count; an empty shape means a 1-D tensor of values.size().
   template <typename T>
-  [[nodiscard]] static Tensor from_vector(const std::vector<T>& values,
-                                          Shape shape = {});
-  [[nodiscard]] static Tensor from_strings(std::vector<std::string> values,
-                                           Shape shape = {});
+  [[nodiscard]] static Tensor from_vector(const std::vector<T>& values, Shape shape = {});
+  [[nodiscard]] static Tensor from_strings(std::vector<std::string> values, Shape shape = {});
   template <typename T>
   [[nodiscard]] static Tensor scalar(T value);
   [[nodiscard]] static Tensor scalar_string(std::string value);
@@ -116,9 +113,7 @@ class Tensor {
   // elements are not contiguous bytes).
   [[nodiscard]] const void* raw_data() const;
   [[nodiscard]] void* mutable_raw_data();
-  [[nodiscard]] const std::shared_ptr<TensorBuffer>& buffer() const {
-    return buffer_;
-  }
+  [[nodiscard]] const std::shared_ptr<TensorBuffer>& buffer() const { return buffer_; }
 
   // Eigen views (no copy) of fixed-width tensors. `vec` sees every element
   // in row-major order; `matrix` needs rank 2 (rank 1 is a column).
@@ -127,11 +122,10 @@ class Tensor {
   template <typename T>
   using Vec = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
   template <typename T>
-  using ConstMat = Eigen::Map<
-      const Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>;
+  using ConstMat =
+      Eigen::Map<const Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>;
   template <typename T>
-  using Mat = Eigen::Map<
-      Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>;
+  using Mat = Eigen::Map<Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>;
   template <typename T>
   [[nodiscard]] ConstVec<T> vec() const;
   template <typename T>
@@ -144,8 +138,7 @@ class Tensor {
   // Rows [begin, end) along axis 0, sharing the buffer. Aborts on a scalar
   // or out-of-range bounds; `checked_slice` returns an error instead.
   [[nodiscard]] Tensor slice(int64_t begin, int64_t end) const;
-  [[nodiscard]] absl::StatusOr<Tensor> checked_slice(int64_t begin,
-                                                     int64_t end) const;
+  [[nodiscard]] absl::StatusOr<Tensor> checked_slice(int64_t begin, int64_t end) const;
   // Same elements, new shape (same element count), sharing the buffer. One
   // dimension may be -1 and is then inferred, as in tf.reshape.
   [[nodiscard]] absl::StatusOr<Tensor> reshape(Shape shape) const;
@@ -188,8 +181,8 @@ std::ostream& operator<<(std::ostream& os, const Tensor& t);
 // element |a - b| <= atol + rtol * |b| (numpy.isclose; NaN is never close,
 // equal infinities are). Non-float dtypes compare exactly.
 // On mismatch the status message names the first differing index.
-[[nodiscard]] absl::Status all_close(const Tensor& a, const Tensor& b,
-                                     double rtol = 1e-5, double atol = 1e-8);
+[[nodiscard]] absl::Status all_close(const Tensor& a, const Tensor& b, double rtol = 1e-5,
+                                     double atol = 1e-8);
 
 }  // namespace psflow
 

@@ -48,14 +48,12 @@ Tensor Tensor::scalar(T value) {
 
 template <typename T>
 absl::Span<const T> Tensor::flat() const {
-  return absl::Span<const T>(typed_data<T>(),
-                             static_cast<size_t>(num_elements_));
+  return absl::Span<const T>(typed_data<T>(), static_cast<size_t>(num_elements_));
 }
 
 template <typename T>
 absl::Span<T> Tensor::mutable_flat() {
-  return absl::Span<T>(const_cast<T*>(typed_data<T>()),
-                       static_cast<size_t>(num_elements_));
+  return absl::Span<T>(const_cast<T*>(typed_data<T>()), static_cast<size_t>(num_elements_));
 }
 
 template <typename T>

@@ -104,9 +104,7 @@ class WorkerContext {
   // True once the coordinator gave up on this call (another closure failed,
   // or the coordinator is shutting down). Long functions should poll it and
   // return absl::CancelledError early; the result is then discarded.
-  [[nodiscard]] bool is_cancelled() const {
-    return cancelled_->load(std::memory_order_relaxed);
-  }
+  [[nodiscard]] bool is_cancelled() const { return cancelled_->load(std::memory_order_relaxed); }
   [[nodiscard]] WorkerResources& resources() const { return *resources_; }
 
   // The variable that `handle` (VariableHandle::to_structure(), as the

@@ -1,7 +1,5 @@
 #include "base/logging.h"
 
-#include "base/strings.h"
-
 #include <sys/time.h>
 #include <unistd.h>
 
@@ -10,6 +8,8 @@
 #include <cstdlib>
 #include <ctime>
 #include <string>
+
+#include "base/strings.h"
 
 namespace psflow {
 namespace {
@@ -44,28 +44,27 @@ LogLevel min_log_level() {
   return static_cast<LogLevel>(level_storage().load(std::memory_order_relaxed));
 }
 
-void log_message(LogLevel level, std::string_view file, int line,
-                 std::string_view message) {
+void log_message(LogLevel level, std::string_view file, int line, std::string_view message) {
   static constexpr char kLetters[] = {'D', 'I', 'W', 'E'};
   timeval tv{};
   gettimeofday(&tv, nullptr);
   tm parts{};
   localtime_r(&tv.tv_sec, &parts);
   char stamp[32];
-  std::snprintf(stamp, sizeof(stamp), "%02d:%02d:%02d.%03d", parts.tm_hour,
-                parts.tm_min, parts.tm_sec, static_cast<int>(tv.tv_usec / 1000));
+  std::snprintf(stamp, sizeof(stamp), "%02d:%02d:%02d.%03d", parts.tm_hour, parts.tm_min,
+                parts.tm_sec, static_cast<int>(tv.tv_usec / 1000));
   // One write() per line so concurrent lines never interleave.
-  std::string out = absl::StrCat(
-      absl::string_view(&kLetters[static_cast<int>(level)], 1), " ", stamp, " ",
-      av(basename(file)), ":", line, "] ", av(message), "\n");
+  std::string out =
+      absl::StrCat(absl::string_view(&kLetters[static_cast<int>(level)], 1), " ", stamp, " ",
+                   av(basename(file)), ":", line, "] ", av(message), "\n");
   [[maybe_unused]] ssize_t n = ::write(STDERR_FILENO, out.data(), out.size());
 }
 
 void check_failed(std::string_view file, int line, std::string_view condition,
                   std::string_view message) {
-  log_message(LogLevel::kError, file, line,
-              absl::StrCat("Check failed: ", av(condition),
-                           message.empty() ? "" : ": ", av(message)));
+  log_message(
+      LogLevel::kError, file, line,
+      absl::StrCat("Check failed: ", av(condition), message.empty() ? "" : ": ", av(message)));
   std::abort();
 }
 

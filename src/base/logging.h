@@ -13,30 +13,28 @@ enum class LogLevel { kDebug = 0, kInfo = 1, kWarning = 2, kError = 3 };
 // Writes one line to stderr: "I 05:33:43.123 file.cc:42] message". Lines
 // below the minimum level (default kInfo; PSFLOW_LOG_LEVEL overrides it at
 // start-up) are dropped. Thread-safe: whole lines never interleave.
-void log_message(LogLevel level, std::string_view file, int line,
-                 std::string_view message);
+void log_message(LogLevel level, std::string_view file, int line, std::string_view message);
 void set_min_log_level(LogLevel level);
 [[nodiscard]] LogLevel min_log_level();
 
 // Prints the failed condition and message, then aborts.
-[[noreturn]] void check_failed(std::string_view file, int line,
-                               std::string_view condition,
+[[noreturn]] void check_failed(std::string_view file, int line, std::string_view condition,
                                std::string_view message);
 
 }  // namespace psflow
 
-#define PSFLOW_LOG(level, ...)                                              \
-  do {                                                                      \
-    if (::psflow::LogLevel::k##level >= ::psflow::min_log_level())          \
+#define PSFLOW_LOG(level, ...)                                                \
+  do {                                                                        \
+    if (::psflow::LogLevel::k##level >= ::psflow::min_log_level())            \
       ::psflow::log_message(::psflow::LogLevel::k##level, __FILE__, __LINE__, \
-                            ::absl::StrCat(__VA_ARGS__));                   \
+                            ::absl::StrCat(__VA_ARGS__));                     \
   } while (0)
 
 // Invariant check for programming errors (never for input validation).
-#define PSFLOW_CHECK(cond, ...)                                        \
-  do {                                                                 \
-    if (!(cond))                                                       \
-      ::psflow::check_failed(__FILE__, __LINE__, #cond,                \
+#define PSFLOW_CHECK(cond, ...)                                              \
+  do {                                                                       \
+    if (!(cond))                                                             \
+      ::psflow::check_failed(__FILE__, __LINE__, #cond,                      \
                              ::absl::StrCat("" __VA_OPT__(, ) __VA_ARGS__)); \
   } while (0)
 

@@ -11,15 +11,15 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "psflow/status_macros.h"
 #include "base/strings.h"
 #include "checkpoint/checkpoint_io.h"
 #include "checkpoint/file_io.h"
 #include "checkpoint/index.h"
 #include "checkpoint/reshard.h"
 #include "checkpoint/safetensors.h"
-#include "ps/optimizer.h"
+#include "optimizer/optimizer.h"
 #include "psflow/cluster_spec.h"
+#include "psflow/status_macros.h"
 #include "strategy/variable_snapshots.h"
 #include "tensor/codec_internal.h"
 
@@ -29,10 +29,10 @@ namespace {
 namespace fs = std::filesystem;
 using checkpoint::CheckpointIndex;
 using checkpoint::FileDigest;
-using checkpoint::PartEntry;
-using checkpoint::VariableEntry;
 using checkpoint::fs_error;
+using checkpoint::PartEntry;
 using checkpoint::unique_suffix;
+using checkpoint::VariableEntry;
 using Prepared = checkpoint::PreparedCheckpoint;
 
 constexpr uint64_t kMaxIndexBytes = uint64_t{256} << 20;
@@ -59,7 +59,7 @@ absl::StatusOr<Prepared> prepare(const Checkpoint& ckpt) {
     names.push_back(name);
   }
   if (ckpt.optimizer().has_value()) variables.push_back(ckpt.optimizer()->iterations());
-  PSFLOW_ASSIGN_OR_RETURN(std::vector<std::vector<VariableShard::Snapshot>> snapshots,
+  PSFLOW_ASSIGN_OR_RETURN(std::vector<std::vector<ShardSnapshot>> snapshots,
                           internal::snapshot_variables(variables));
 
   Prepared out;
@@ -80,7 +80,7 @@ absl::StatusOr<Prepared> prepare(const Checkpoint& ckpt) {
     entry.shape = v.shape();
     for (size_t j = 0; j < v.num_parts(); ++j) {
       const Variable& part = v.variables()[j];
-      VariableShard::Snapshot& s = snapshots[i][j];
+      ShardSnapshot& s = snapshots[i][j];
       PartEntry p;
       p.job = part.job();
       p.task = part.task();
@@ -95,9 +95,9 @@ absl::StatusOr<Prepared> prepare(const Checkpoint& ckpt) {
       std::set<std::string>& used = keys[p.file];
       auto add = [&](const std::string& key, Tensor t) -> absl::Status {
         if (!used.insert(key).second) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              "tensor key '", key, "' would appear twice in ", p.file,
-              "; rename the checkpoint's variables"));
+          return absl::InvalidArgumentError(absl::StrCat("tensor key '", key,
+                                                         "' would appear twice in ", p.file,
+                                                         "; rename the checkpoint's variables"));
         }
         file.push_back({key, std::move(t)});
         return absl::OkStatus();
@@ -164,17 +164,17 @@ absl::Status write_directory(Prepared prepared, const std::string& path, bool re
   for (checkpoint::FileEntry& f : prepared.index.files) {
     std::map<std::string, std::string, std::less<>> meta = metadata;
     meta["task"] = task_name(f.job, f.task);
-    absl::StatusOr<FileDigest> digest = checkpoint::write_safetensors_file(
-        (tmp / f.name).string(), prepared.files[f.name], meta);
+    absl::StatusOr<FileDigest> digest =
+        checkpoint::write_safetensors_file((tmp / f.name).string(), prepared.files[f.name], meta);
     if (!digest.ok()) {
       cleanup();
       return digest.status();
     }
     f.digest = *digest;
   }
-  absl::StatusOr<FileDigest> index = checkpoint::write_file_atomically(
-      (tmp / std::string(checkpoint::kIndexFileName)).string(),
-      checkpoint::index_to_json(prepared.index));
+  absl::StatusOr<FileDigest> index =
+      checkpoint::write_file_atomically((tmp / std::string(checkpoint::kIndexFileName)).string(),
+                                        checkpoint::index_to_json(prepared.index));
   absl::Status synced = index.ok() ? checkpoint::sync_directory(tmp.string()) : index.status();
   if (!synced.ok()) {
     cleanup();
@@ -202,12 +202,13 @@ absl::Status write_directory(Prepared prepared, const std::string& path, bool re
 // ---- restore -------------------------------------------------------------
 
 absl::StatusOr<CheckpointIndex> read_index(const std::string& path) {
-  const std::string index_path = (fs::path(path) / std::string(checkpoint::kIndexFileName)).string();
+  const std::string index_path =
+      (fs::path(path) / std::string(checkpoint::kIndexFileName)).string();
   absl::StatusOr<std::string> text = checkpoint::read_file(index_path, kMaxIndexBytes);
   if (!text.ok()) {
     if (absl::IsNotFound(text.status())) {
-      return absl::NotFoundError(absl::StrCat("no checkpoint at ", path, ": ", index_path,
-                                              " does not exist"));
+      return absl::NotFoundError(
+          absl::StrCat("no checkpoint at ", path, ": ", index_path, " does not exist"));
     }
     return text.status();
   }
@@ -222,15 +223,15 @@ absl::StatusOr<checkpoint::SafetensorsContents> read_checked(const std::string& 
   const uint64_t size = fs::file_size(file, ec);
   if (ec) return fs_error(ec, absl::StrCat("cannot read ", file));
   if (size != f.digest.size) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        file, ": the file is ", size, " bytes but index.json records ", f.digest.size,
-        " (truncated or replaced)"));
+    return absl::InvalidArgumentError(absl::StrCat(file, ": the file is ", size,
+                                                   " bytes but index.json records ", f.digest.size,
+                                                   " (truncated or replaced)"));
   }
   PSFLOW_ASSIGN_OR_RETURN(std::string bytes, checkpoint::read_file(file, f.digest.size));
   if (bytes.size() != f.digest.size) {
     return absl::InvalidArgumentError(absl::StrCat(file, ": read ", bytes.size(),
-                                                   " bytes but index.json records ",
-                                                   f.digest.size, " (truncated)"));
+                                                   " bytes but index.json records ", f.digest.size,
+                                                   " (truncated)"));
   }
   const uint32_t crc = checkpoint::crc32_of(bytes);
   if (crc != f.digest.crc32) {
@@ -243,15 +244,15 @@ absl::StatusOr<checkpoint::SafetensorsContents> read_checked(const std::string& 
 
 // The tensor `key` of `file`, which must have `dtype` and `shape`.
 absl::StatusOr<Tensor> part_tensor(
-    const std::map<std::string, checkpoint::SafetensorsContents>& contents,
-    const std::string& dir, const std::string& file, const std::string& key, DType dtype,
-    const Shape& shape, std::string_view what) {
+    const std::map<std::string, checkpoint::SafetensorsContents>& contents, const std::string& dir,
+    const std::string& file, const std::string& key, DType dtype, const Shape& shape,
+    std::string_view what) {
   const std::string path = (fs::path(dir) / file).string();
   const checkpoint::SafetensorsContents& c = contents.at(file);
   auto it = c.tensors.find(key);
   if (it == c.tensors.end()) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": no tensor '", key, "' (index.json's ",
-                                                   av(what), " names it)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": no tensor '", key, "' (index.json's ", av(what), " names it)"));
   }
   if (it->second.dtype() != dtype || it->second.shape() != shape) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -263,7 +264,8 @@ absl::StatusOr<Tensor> part_tensor(
 
 absl::Status restore_checkpoint(const Checkpoint& ckpt, const std::string& path) {
   PSFLOW_ASSIGN_OR_RETURN(CheckpointIndex index, read_index(path));
-  const std::string index_path = (fs::path(path) / std::string(checkpoint::kIndexFileName)).string();
+  const std::string index_path =
+      (fs::path(path) / std::string(checkpoint::kIndexFileName)).string();
   auto index_error = [&](absl::string_view what) {
     return absl::InvalidArgumentError(absl::StrCat(index_path, ": ", what));
   };
@@ -276,10 +278,9 @@ absl::Status restore_checkpoint(const Checkpoint& ckpt, const std::string& path)
           "but this Checkpoint tracks one");
     }
     if (index.optimizer.has_value() && index.optimizer->kind != optimizer->config().kind) {
-      return index_error(absl::StrCat("the checkpoint was saved with the ",
-                                      av(optimizer_name(index.optimizer->kind)),
-                                      " optimizer, but this Checkpoint tracks a ", av(kind),
-                                      " optimizer"));
+      return index_error(absl::StrCat(
+          "the checkpoint was saved with the ", av(optimizer_name(index.optimizer->kind)),
+          " optimizer, but this Checkpoint tracks a ", av(kind), " optimizer"));
     }
   }
   // The tracked variables against the index.
@@ -289,10 +290,9 @@ absl::Status restore_checkpoint(const Checkpoint& ckpt, const std::string& path)
     if (e == nullptr) {
       std::vector<std::string> held;
       for (const VariableEntry& s : index.variables) held.push_back(absl::StrCat("'", s.name, "'"));
-      return absl::NotFoundError(absl::StrCat(index_path, ": no variable '", name,
-                                              "' in the checkpoint (it holds ",
-                                              held.empty() ? "none" : absl::StrJoin(held, ", "),
-                                              ")"));
+      return absl::NotFoundError(
+          absl::StrCat(index_path, ": no variable '", name, "' in the checkpoint (it holds ",
+                       held.empty() ? "none" : absl::StrJoin(held, ", "), ")"));
     }
     if (e->dtype != v.dtype() || e->shape != v.shape()) {
       return index_error(absl::StrCat("variable '", name, "' is ", describe(e->dtype, e->shape),
@@ -304,7 +304,8 @@ absl::Status restore_checkpoint(const Checkpoint& ckpt, const std::string& path)
         if (!p.optimizer.empty() && p.optimizer != kind) {
           return index_error(absl::StrCat("variable '", name, "' has ", p.optimizer,
                                           " slots in the checkpoint, but this Checkpoint "
-                                          "tracks a ", av(kind), " optimizer"));
+                                          "tracks a ",
+                                          av(kind), " optimizer"));
         }
       }
     }
@@ -329,9 +330,8 @@ absl::Status restore_checkpoint(const Checkpoint& ckpt, const std::string& path)
       s.state.slots.optimizer = p.optimizer;
       s.state.slots.steps = p.steps;
       for (const auto& [slot, key] : p.slots) {
-        PSFLOW_ASSIGN_OR_RETURN(
-            Tensor t, part_tensor(contents, path, p.file, key, v.dtype, p.shape,
-                                  absl::StrCat(what, " slot '", slot, "'")));
+        PSFLOW_ASSIGN_OR_RETURN(Tensor t, part_tensor(contents, path, p.file, key, v.dtype, p.shape,
+                                                      absl::StrCat(what, " slot '", slot, "'")));
         s.state.slots.slots.emplace(slot, std::move(t));
       }
       if (absl::Status st = validate_optimizer_slots(s.state.slots, v.dtype, p.shape, p.key);
@@ -346,14 +346,14 @@ absl::Status restore_checkpoint(const Checkpoint& ckpt, const std::string& path)
                                 : optimizer != nullptr      ? &optimizer->config()
                                                             : nullptr;
   std::vector<ShardedVariable> variables;
-  std::vector<std::vector<VariableShard::Snapshot>> states;
+  std::vector<std::vector<ShardSnapshot>> states;
   size_t e = 0;
   for (const auto& [name, v] : ckpt.variables()) {
     std::vector<checkpoint::TargetPart> targets;
     for (size_t j = 0; j < v.num_parts(); ++j) {
       targets.push_back({v.offsets()[j], v.variables()[j].shape()});
     }
-    absl::StatusOr<std::vector<VariableShard::Snapshot>> parts = checkpoint::reshard(
+    absl::StatusOr<std::vector<ShardSnapshot>> parts = checkpoint::reshard(
         name, v.dtype(), v.shape(), saved.at(entries[e++]->name), targets, fill);
     if (!parts.ok()) return index_error(parts.status().message());
     for (size_t j = 0; j < parts->size(); ++j) {
@@ -366,7 +366,7 @@ absl::Status restore_checkpoint(const Checkpoint& ckpt, const std::string& path)
     states.push_back(*std::move(parts));
   }
   if (optimizer != nullptr) {
-    VariableShard::Snapshot it;
+    ShardSnapshot it;
     it.value = Tensor::scalar<int64_t>(*index.iterations);
     variables.push_back(optimizer->iterations());
     states.push_back({std::move(it)});
@@ -403,9 +403,9 @@ absl::StatusOr<Checkpoint> Checkpoint::create(std::map<std::string, ShardedVaria
           "checkpoint variable names must be non-empty UTF-8 strings; got '", name, "'"));
     }
     if (!v.valid()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "checkpoint variable '", name,
-          "' is an empty ShardedVariable handle; pass the result of create_variable"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("checkpoint variable '", name,
+                       "' is an empty ShardedVariable handle; pass the result of create_variable"));
     }
   }
   return Checkpoint(std::move(variables), std::move(optimizer));

@@ -1,6 +1,4 @@
 // CheckpointManager: numbered checkpoints in one directory, the newest kept.
-#include "psflow/checkpoint.h"
-
 #include <algorithm>
 #include <filesystem>
 #include <string>
@@ -11,11 +9,12 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
-#include "psflow/status_macros.h"
 #include "base/strings.h"
 #include "checkpoint/checkpoint_io.h"
 #include "checkpoint/file_io.h"
 #include "checkpoint/index.h"
+#include "psflow/checkpoint.h"
+#include "psflow/status_macros.h"
 
 namespace psflow {
 namespace {
@@ -127,7 +126,8 @@ absl::StatusOr<std::string> CheckpointManager::save() {
   State& s = *state_;
   absl::MutexLock lock(&s.mu);
   remove_debris(s.directory);
-  PSFLOW_ASSIGN_OR_RETURN(checkpoint::PreparedCheckpoint prepared, checkpoint::prepare_checkpoint(s.checkpoint));
+  PSFLOW_ASSIGN_OR_RETURN(checkpoint::PreparedCheckpoint prepared,
+                          checkpoint::prepare_checkpoint(s.checkpoint));
   PSFLOW_ASSIGN_OR_RETURN(auto existing, list_checkpoints(s.directory));
   int64_t number = 0;
   if (prepared.index.iterations.has_value()) {
@@ -137,7 +137,8 @@ absl::StatusOr<std::string> CheckpointManager::save() {
   }
   const std::string path =
       (fs::path(s.directory) / absl::StrCat(av(kCheckpointPrefix), number)).string();
-  PSFLOW_RETURN_IF_ERROR(checkpoint::write_checkpoint_directory(std::move(prepared), path, /*replace=*/true));
+  PSFLOW_RETURN_IF_ERROR(
+      checkpoint::write_checkpoint_directory(std::move(prepared), path, /*replace=*/true));
   if (s.max_to_keep.has_value()) {
     PSFLOW_ASSIGN_OR_RETURN(auto all, list_checkpoints(s.directory));
     const auto keep = static_cast<size_t>(*s.max_to_keep);
@@ -180,7 +181,8 @@ absl::StatusOr<std::optional<std::string>> latest_checkpoint(const std::string& 
 }
 
 absl::StatusOr<int64_t> load_checkpoint_iterations(const std::string& path) {
-  PSFLOW_ASSIGN_OR_RETURN(checkpoint::CheckpointIndex index, checkpoint::read_checkpoint_index(path));
+  PSFLOW_ASSIGN_OR_RETURN(checkpoint::CheckpointIndex index,
+                          checkpoint::read_checkpoint_index(path));
   if (!index.iterations.has_value()) {
     return absl::NotFoundError(absl::StrCat(
         "checkpoint ", path, " holds no optimizer iterations (it was saved without an optimizer)"));

@@ -5,11 +5,10 @@
 
 #include <filesystem>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "checkpoint/checkpoint_test_util.h"
 #include "checkpoint/file_io.h"
@@ -25,8 +24,8 @@ namespace psflow {
 namespace {
 
 namespace fs = std::filesystem;
-using ::psflow::testing::FullState;
 using ::psflow::testing::full_state;
+using ::psflow::testing::FullState;
 using ::psflow::testing::LocalPsCluster;
 using ::psflow::testing::TempDir;
 using ::psflow::testing::value_or_fail;
@@ -124,8 +123,7 @@ std::vector<std::string> entries_of(const std::string& dir) {
 }
 
 TEST(CheckpointTest, SaveModifyRestoreGivesBackValuesSlotsAndSteps) {
-  Model m(3, value_or_fail(fixed_shards_partitioner(3)),
-          config_of(OptimizerConfig::Kind::kAdam));
+  Model m(3, value_or_fail(fixed_shards_partitioner(3)), config_of(OptimizerConfig::Kind::kAdam));
   ASSERT_EQ(m.w.num_parts(), 3u);
   m.train(1, {0, 4});
   m.train(0.5f, {4});
@@ -172,9 +170,9 @@ TEST(CheckpointTest, RestoresIntoOtherShardCountsAndPsCounts) {
   // Adagrad with sparse gradients leaves the last shard untouched (its
   // rows get the initial accumulator when merged); Adam with dense ones
   // keeps every shard's step count equal, so the reshard is exact.
-  for (const Case& c : {Case{OptimizerConfig::Kind::kAdagrad, false},
-                        Case{OptimizerConfig::Kind::kAdam, true},
-                        Case{OptimizerConfig::Kind::kMomentum, false}}) {
+  for (const Case& c :
+       {Case{OptimizerConfig::Kind::kAdagrad, false}, Case{OptimizerConfig::Kind::kAdam, true},
+        Case{OptimizerConfig::Kind::kMomentum, false}}) {
     const OptimizerConfig config = config_of(c.kind);
     SCOPED_TRACE(std::string(optimizer_name(c.kind)));
     Model a(3, value_or_fail(fixed_shards_partitioner(3)), config);
@@ -235,8 +233,8 @@ TEST(CheckpointTest, RestoreRecreatesPartsAPsLostAndSavesChiefVariables) {
   ShardedVariable local = value_or_fail(create_variable(Tensor::from_vector<double>({1, 2})));
   m.train(1);
   TempDir dir;
-  const Checkpoint ckpt = value_or_fail(
-      Checkpoint::create({{"w", m.w}, {"local", local}}, m.optimizer));
+  const Checkpoint ckpt =
+      value_or_fail(Checkpoint::create({{"w", m.w}, {"local", local}}, m.optimizer));
   ASSERT_TRUE(ckpt.save(dir / "c").ok());
   EXPECT_TRUE(fs::exists(dir / "c/chief-0.safetensors"));
   const FullState saved = full_state(m.w);
@@ -340,7 +338,8 @@ TEST(CheckpointTest, ACorruptCheckpointNamesTheProblemAndChangesNothing) {
        },
        absl::StatusCode::kInvalidArgument,
        {"ps-0.safetensors: header length"}},
-      {"missing file", [](const std::string& d) { fs::remove(d + "/ps-1.safetensors"); },
+      {"missing file",
+       [](const std::string& d) { fs::remove(d + "/ps-1.safetensors"); },
        absl::StatusCode::kNotFound,
        {"ps-1.safetensors"}},
       {"wrong full shape in the index",
@@ -388,29 +387,33 @@ TEST(CheckpointTest, ACorruptCheckpointNamesTheProblemAndChangesNothing) {
        },
        absl::StatusCode::kInvalidArgument,
        {"('dense/w').parts[0]: slots {m, v} are not those of optimizer 'adagrad'"}},
-      {"garbage index", [](const std::string& d) { testing::write_all(d + "/index.json", "{]"); },
+      {"garbage index",
+       [](const std::string& d) { testing::write_all(d + "/index.json", "{]"); },
        absl::StatusCode::kInvalidArgument,
        {"index.json: not valid JSON"}},
-      {"newer format", [](const std::string& d) {
-         edit_index(d, [](Json& j) { j["format_version"] = 2; });
-       },
+      {"newer format",
+       [](const std::string& d) { edit_index(d, [](Json& j) { j["format_version"] = 2; }); },
        absl::StatusCode::kInvalidArgument,
        {"format_version 2 is not one this psflow reads"}},
-      {"file outside the checkpoint", [](const std::string& d) {
+      {"file outside the checkpoint",
+       [](const std::string& d) {
          edit_index(d, [](Json& j) { j["files"][0]["name"] = "../ps-0.safetensors"; });
        },
        absl::StatusCode::kInvalidArgument,
        {"is not a plain file name"}},
-      {"no index", [](const std::string& d) { fs::remove(d + "/index.json"); },
+      {"no index",
+       [](const std::string& d) { fs::remove(d + "/index.json"); },
        absl::StatusCode::kNotFound,
        {"no checkpoint at", "index.json does not exist"}},
-      {"a tracked variable the checkpoint lacks", [](const std::string&) {},
+      {"a tracked variable the checkpoint lacks",
+       [](const std::string&) {},
        absl::StatusCode::kNotFound,
        {"no variable 'extra' in the checkpoint (it holds 'count', 'dense/b', 'dense/w')"},
        [&]() {
          return Checkpoint::create({{"dense/w", m.w}, {"extra", m.b}}, m.optimizer);
        }},
-      {"another optimizer kind", [](const std::string&) {},
+      {"another optimizer kind",
+       [](const std::string&) {},
        absl::StatusCode::kInvalidArgument,
        {"saved with the adam optimizer, but this Checkpoint tracks a sgd optimizer"},
        [&]() -> absl::StatusOr<Checkpoint> {
@@ -498,7 +501,8 @@ TEST(CheckpointManagerTest, CountsSavesWithoutAnOptimizerAndValidatesOptions) {
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(CheckpointManager::create(ckpt, "", 1).status().code(),
             absl::StatusCode::kInvalidArgument);
-  CheckpointManager keep_all = value_or_fail(CheckpointManager::create(ckpt, dir / "m", std::nullopt));
+  CheckpointManager keep_all =
+      value_or_fail(CheckpointManager::create(ckpt, dir / "m", std::nullopt));
   for (int i = 1; i <= 3; ++i) {
     EXPECT_EQ(value_or_fail(keep_all.save()), dir / absl::StrCat("m/ckpt-", i));
   }
@@ -532,26 +536,26 @@ TEST(ReshardTest, RejectsPartsOfTwoOptimizersAndUnknownAccumulators) {
     return p;
   };
   const std::vector<checkpoint::TargetPart> one = {{0, {4, 2}}};
-  absl::StatusOr<std::vector<VariableShard::Snapshot>> mixed = checkpoint::reshard(
+  absl::StatusOr<std::vector<ShardSnapshot>> mixed = checkpoint::reshard(
       "w", DType::kFloat32, {4, 2}, {part(0, 2, "adam"), part(2, 2, "adagrad")}, one, nullptr);
   EXPECT_THAT(std::string(mixed.status().message()),
               HasSubstr("variable 'w': rows [0, 4) come from parts trained by the adam and the "
                         "adagrad optimizers"));
-  absl::StatusOr<std::vector<VariableShard::Snapshot>> unknown = checkpoint::reshard(
+  absl::StatusOr<std::vector<ShardSnapshot>> unknown = checkpoint::reshard(
       "w", DType::kFloat32, {4, 2}, {part(0, 2, "adagrad"), part(2, 2, "")}, one, nullptr);
   EXPECT_THAT(std::string(unknown.status().message()), HasSubstr("initial accumulator value"));
   OptimizerConfig fill = config_of(OptimizerConfig::Kind::kAdagrad);
   fill.initial_accumulator_value = 0.5;
-  absl::StatusOr<std::vector<VariableShard::Snapshot>> filled = checkpoint::reshard(
+  absl::StatusOr<std::vector<ShardSnapshot>> filled = checkpoint::reshard(
       "w", DType::kFloat32, {4, 2}, {part(0, 2, "adagrad"), part(2, 2, "")}, one, &fill);
   ASSERT_TRUE(filled.ok()) << filled.status();
   EXPECT_EQ((*filled)[0].slots.slots.at("accumulator"),
             Tensor::from_vector<float>({0, 0, 0, 0, 0.5f, 0.5f, 0.5f, 0.5f}, {4, 2}));
   // Layouts that do not tile are refused.
-  EXPECT_FALSE(checkpoint::reshard("w", DType::kFloat32, {4, 2}, {part(0, 2, "")}, one, nullptr)
-                   .ok());
-  EXPECT_FALSE(checkpoint::reshard("w", DType::kFloat32, {4, 2},
-                                   {part(0, 2, ""), part(2, 2, "")}, {{0, {3, 2}}}, nullptr)
+  EXPECT_FALSE(
+      checkpoint::reshard("w", DType::kFloat32, {4, 2}, {part(0, 2, "")}, one, nullptr).ok());
+  EXPECT_FALSE(checkpoint::reshard("w", DType::kFloat32, {4, 2}, {part(0, 2, ""), part(2, 2, "")},
+                                   {{0, {3, 2}}}, nullptr)
                    .ok());
 }
 

@@ -17,7 +17,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
-#include "ps/optimizer.h"
+#include "optimizer/optimizer.h"
 #include "psflow/variable.h"
 #include "strategy/variable_snapshots.h"
 
@@ -95,7 +95,7 @@ inline FullState full_state(const ShardedVariable& v, const OptimizerConfig& fil
   if (!snaps.ok()) return out;
   std::vector<Tensor> values;
   std::string optimizer;
-  for (const VariableShard::Snapshot& s : (*snaps)[0]) {
+  for (const ShardSnapshot& s : (*snaps)[0]) {
     values.push_back(s.value);
     out.optimizers.push_back(s.slots.optimizer);
     out.steps.push_back(s.slots.steps);
@@ -105,7 +105,7 @@ inline FullState full_state(const ShardedVariable& v, const OptimizerConfig& fil
   if (optimizer.empty()) return out;
   for (std::string_view slot : optimizer_slot_names(*optimizer_kind_from_name(optimizer))) {
     std::vector<Tensor> rows;
-    for (const VariableShard::Snapshot& s : (*snaps)[0]) {
+    for (const ShardSnapshot& s : (*snaps)[0]) {
       auto it = s.slots.slots.find(slot);
       if (it != s.slots.slots.end()) {
         rows.push_back(it->second);
@@ -113,7 +113,8 @@ inline FullState full_state(const ShardedVariable& v, const OptimizerConfig& fil
       }
       Tensor init(s.value.dtype(), s.value.shape());
       const double x = optimizer_slot_initial_value(fill, slot);
-      if (init.dtype() == DType::kFloat32) init.mutable_vec<float>().setConstant(static_cast<float>(x));
+      if (init.dtype() == DType::kFloat32)
+        init.mutable_vec<float>().setConstant(static_cast<float>(x));
       if (init.dtype() == DType::kFloat64) init.mutable_vec<double>().setConstant(x);
       rows.push_back(init);
     }

@@ -70,8 +70,8 @@ absl::StatusOr<std::string> read_file(const std::string& path, uint64_t max_byte
   const auto size = static_cast<uint64_t>(st.st_size);
   if (size > max_bytes) {
     ::close(fd);
-    return absl::InvalidArgumentError(absl::StrCat(path, ": the file is ", size,
-                                                   " bytes, more than the limit of ", max_bytes));
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": the file is ", size, " bytes, more than the limit of ", max_bytes));
   }
   std::string out(static_cast<size_t>(size), '\0');
   size_t done = 0;

@@ -1,16 +1,15 @@
 #include "checkpoint/index.h"
 
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <utility>
 
-#include <nlohmann/json.hpp>
-
 #include "absl/strings/str_cat.h"
-#include "psflow/status_macros.h"
 #include "base/strings.h"
 #include "checkpoint/safetensors.h"
-#include "ps/optimizer.h"
+#include "optimizer/optimizer.h"
+#include "psflow/status_macros.h"
 
 namespace psflow::checkpoint {
 namespace {
@@ -111,9 +110,9 @@ class Reader {
                             typed(object, "shape", where, Json::value_t::array, "an array"));
     Shape out;
     for (size_t i = 0; i < j->size(); ++i) {
-      PSFLOW_ASSIGN_OR_RETURN(
-          int64_t d, integer_value((*j)[i], absl::StrCat(where, ".shape[", i, "]"), 0,
-                                   std::numeric_limits<int64_t>::max()));
+      PSFLOW_ASSIGN_OR_RETURN(int64_t d,
+                              integer_value((*j)[i], absl::StrCat(where, ".shape[", i, "]"), 0,
+                                            std::numeric_limits<int64_t>::max()));
       out.push_back(d);
     }
     if (absl::StatusOr<int64_t> n = checked_num_elements(out); !n.ok()) {
@@ -200,9 +199,10 @@ absl::StatusOr<PartEntry> parse_part(const Reader& r, const Json& j, const std::
   for (std::string_view s : expected) same = same && p.slots.count(s) > 0;
   if (!same) {
     std::string names;
-    for (const auto& [name, key] : p.slots) absl::StrAppend(&names, names.empty() ? "" : ", ", name);
-    return r.error(where, absl::StrCat("slots {", names, "} are not those of optimizer '",
-                                       p.optimizer, "'"));
+    for (const auto& [name, key] : p.slots)
+      absl::StrAppend(&names, names.empty() ? "" : ", ", name);
+    return r.error(
+        where, absl::StrCat("slots {", names, "} are not those of optimizer '", p.optimizer, "'"));
   }
   return p;
 }
@@ -236,8 +236,7 @@ absl::StatusOr<VariableEntry> parse_variable(const Reader& r, const Json& j, siz
     if (p.shape.size() != v.shape.size()) {
       return r.error(part_where, absl::StrCat("shape ", shape_string(p.shape), " has rank ",
                                               p.shape.size(), " but the variable's ",
-                                              shape_string(v.shape), " has rank ",
-                                              v.shape.size()));
+                                              shape_string(v.shape), " has rank ", v.shape.size()));
     }
     if (v.shape.empty()) {
       if (p.offset != 0) return r.error(part_where, "a scalar's part has offset 0");
@@ -255,8 +254,7 @@ absl::StatusOr<VariableEntry> parse_variable(const Reader& r, const Json& j, siz
       }
       if (p.shape[0] > v.shape[0] - next_row) {
         return r.error(part_where, absl::StrCat("rows [", p.offset, ", ", p.offset + p.shape[0],
-                                                ") run past the variable's ", v.shape[0],
-                                                " rows"));
+                                                ") run past the variable's ", v.shape[0], " rows"));
       }
       next_row += p.shape[0];
     }
@@ -348,9 +346,8 @@ absl::StatusOr<CheckpointIndex> parse_index(std::string_view text, std::string_v
   }
   CheckpointIndex index;
   if (j.contains("iterations") && !j["iterations"].is_null()) {
-    PSFLOW_ASSIGN_OR_RETURN(
-        index.iterations,
-        r.integer(j, "iterations", "index", 0, std::numeric_limits<int64_t>::max()));
+    PSFLOW_ASSIGN_OR_RETURN(index.iterations, r.integer(j, "iterations", "index", 0,
+                                                        std::numeric_limits<int64_t>::max()));
   }
   if (j.contains("optimizer") && !j["optimizer"].is_null()) {
     PSFLOW_ASSIGN_OR_RETURN(index.optimizer, parse_optimizer(r, j["optimizer"]));
@@ -364,8 +361,8 @@ absl::StatusOr<CheckpointIndex> parse_index(std::string_view text, std::string_v
     FileEntry e;
     PSFLOW_ASSIGN_OR_RETURN(e.name, r.string(f, "name", where));
     if (!plain_file_name(e.name)) {
-      return r.error(where, absl::StrCat("'", e.name,
-                                         "' is not a plain file name inside the checkpoint"));
+      return r.error(where,
+                     absl::StrCat("'", e.name, "' is not a plain file name inside the checkpoint"));
     }
     if (index.find_file(e.name) != nullptr) {
       return r.error(where, absl::StrCat("file '", e.name, "' is listed twice"));
@@ -374,8 +371,8 @@ absl::StatusOr<CheckpointIndex> parse_index(std::string_view text, std::string_v
     PSFLOW_ASSIGN_OR_RETURN(int64_t task,
                             r.integer(f, "task", where, 0, std::numeric_limits<int>::max()));
     e.task = static_cast<int>(task);
-    PSFLOW_ASSIGN_OR_RETURN(int64_t size, r.integer(f, "size", where, 0,
-                                                    std::numeric_limits<int64_t>::max()));
+    PSFLOW_ASSIGN_OR_RETURN(int64_t size,
+                            r.integer(f, "size", where, 0, std::numeric_limits<int64_t>::max()));
     e.digest.size = static_cast<uint64_t>(size);
     PSFLOW_ASSIGN_OR_RETURN(int64_t crc, r.integer(f, "crc32", where, 0, 0xffffffffLL));
     e.digest.crc32 = static_cast<uint32_t>(crc);

@@ -1,10 +1,9 @@
 #include "checkpoint/index.h"
 
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -25,8 +24,16 @@ CheckpointIndex sample() {
   index.files = {{"ps-0.safetensors", "ps", 0, {1234, 0xdeadbeef}},
                  {"ps-1.safetensors", "ps", 1, {99, 7}}};
   VariableEntry w{"model/w", DType::kFloat32, {5, 2}, {}};
-  w.parts.push_back({"ps", 0, "w/part_0", 0, {3, 2}, "ps-0.safetensors", "model/w/part_0", "adam",
-                     4, {{"m", "model/w/part_0/m"}, {"v", "model/w/part_0/v"}}});
+  w.parts.push_back({"ps",
+                     0,
+                     "w/part_0",
+                     0,
+                     {3, 2},
+                     "ps-0.safetensors",
+                     "model/w/part_0",
+                     "adam",
+                     4,
+                     {{"m", "model/w/part_0/m"}, {"v", "model/w/part_0/v"}}});
   w.parts.push_back(
       {"ps", 1, "w/part_1", 3, {2, 2}, "ps-1.safetensors", "model/w/part_1", "", 0, {}});
   VariableEntry s{"step", DType::kInt64, {}, {}};
@@ -91,15 +98,24 @@ TEST(CheckpointIndexTest, MalformedIndexesAreRejectedNamingWhere) {
       {[](Json& j) { j["variables"][1]["name"] = "model/w"; }, "'model/w' is listed twice"},
       {[](Json& j) { j["variables"][0]["dtype"] = "string"; }, "('model/w'): dtype string"},
       {[](Json& j) { j["variables"][0]["dtype"] = "complex"; }, "('model/w'): unknown dtype"},
-      {[](Json& j) { j["variables"][0]["shape"] = {5, -2}; }, "('model/w').shape[1]"},
+      {[](Json& j) {
+         j["variables"][0]["shape"] = {5, -2};
+       },
+       "('model/w').shape[1]"},
       {[](Json& j) { j["variables"][0]["parts"] = Json::array(); }, "('model/w'): has no parts"},
       {[](Json& j) { j["variables"][0]["parts"][1]["offset"] = 4; },
        "('model/w').parts[1]: offset 4 does not continue at row 3"},
-      {[](Json& j) { j["variables"][0]["parts"][1]["shape"] = {3, 2}; },
+      {[](Json& j) {
+         j["variables"][0]["parts"][1]["shape"] = {3, 2};
+       },
        "('model/w').parts[1]: rows [3, 6) run past the variable's 5 rows"},
-      {[](Json& j) { j["variables"][0]["parts"][1]["shape"] = {1, 2}; },
+      {[](Json& j) {
+         j["variables"][0]["parts"][1]["shape"] = {1, 2};
+       },
        "('model/w'): the parts cover 4 of 5 rows"},
-      {[](Json& j) { j["variables"][0]["parts"][1]["shape"] = {2, 3}; },
+      {[](Json& j) {
+         j["variables"][0]["parts"][1]["shape"] = {2, 3};
+       },
        "differs from the variable's [5, 2] beyond axis 0"},
       {[](Json& j) { j["variables"][0]["parts"][1]["shape"] = {2}; }, "has rank 1"},
       {[](Json& j) { j["variables"][0]["parts"][0]["file"] = "ps-9.safetensors"; },
@@ -109,10 +125,12 @@ TEST(CheckpointIndexTest, MalformedIndexesAreRejectedNamingWhere) {
       {[](Json& j) { j["variables"][0]["parts"][1]["steps"] = 3; }, "has 3 steps but no optimizer"},
       {[](Json& j) { j["variables"][0]["parts"][0]["slots"]["m"] = 5; },
        "slot 'm' does not name a tensor key"},
-      {[](Json& j) { j["variables"][1]["parts"][0]["offset"] = 1; }, "a scalar's part has offset 0"},
+      {[](Json& j) { j["variables"][1]["parts"][0]["offset"] = 1; },
+       "a scalar's part has offset 0"},
       {[](Json& j) { j["variables"][1]["parts"].push_back(j["variables"][1]["parts"][0]); },
        "a scalar has one part, not 2"},
-      {[](Json& j) { j["variables"][0]["parts"][0]["task"] = 1.5; }, "parts[0].task: is not an integer"},
+      {[](Json& j) { j["variables"][0]["parts"][0]["task"] = 1.5; },
+       "parts[0].task: is not an integer"},
   };
   for (size_t i = 0; i < cases.size(); ++i) {
     SCOPED_TRACE(cases[i].needle);
@@ -125,10 +143,10 @@ TEST(CheckpointIndexTest, MalformedIndexesAreRejectedNamingWhere) {
     EXPECT_THAT(std::string(r.status().message()), HasSubstr(cases[i].needle));
   }
   EXPECT_THAT(std::string(parse_index("{", "f").status().message()), HasSubstr("not valid JSON"));
-  EXPECT_THAT(std::string(parse_index(std::string(100, '[') + std::string(100, ']'), "f")
-                              .status()
-                              .message()),
-              HasSubstr("nests deeper"));
+  EXPECT_THAT(
+      std::string(
+          parse_index(std::string(100, '[') + std::string(100, ']'), "f").status().message()),
+      HasSubstr("nests deeper"));
 }
 
 }  // namespace

@@ -5,9 +5,9 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "psflow/status_macros.h"
 #include "base/strings.h"
-#include "ps/optimizer.h"
+#include "optimizer/optimizer.h"
+#include "psflow/status_macros.h"
 
 namespace psflow::checkpoint {
 namespace {
@@ -43,10 +43,11 @@ void copy_rows(const Tensor& from, int64_t from_row, Tensor& to, int64_t to_row,
 
 }  // namespace
 
-absl::StatusOr<std::vector<VariableShard::Snapshot>> reshard(
-    std::string_view variable, DType dtype, const Shape& full_shape,
-    const std::vector<SavedPart>& saved, const std::vector<TargetPart>& targets,
-    const OptimizerConfig* fill) {
+absl::StatusOr<std::vector<ShardSnapshot>> reshard(std::string_view variable, DType dtype,
+                                                   const Shape& full_shape,
+                                                   const std::vector<SavedPart>& saved,
+                                                   const std::vector<TargetPart>& targets,
+                                                   const OptimizerConfig* fill) {
   auto bad = [&](std::string_view what) {
     return absl::InvalidArgumentError(
         absl::StrCat("cannot restore variable '", av(variable), "': ", av(what)));
@@ -69,10 +70,11 @@ absl::StatusOr<std::vector<VariableShard::Snapshot>> reshard(
     }
     next += rows_of(t.shape);
   }
-  if (targets.empty() || next != rows_of(full_shape)) return bad("the current parts do not tile it");
+  if (targets.empty() || next != rows_of(full_shape))
+    return bad("the current parts do not tile it");
 
   const size_t bytes_per_row = row_bytes(dtype, full_shape);
-  std::vector<VariableShard::Snapshot> out;
+  std::vector<ShardSnapshot> out;
   out.reserve(targets.size());
   for (const TargetPart& target : targets) {
     const int64_t begin = target.offset;
@@ -90,7 +92,7 @@ absl::StatusOr<std::vector<VariableShard::Snapshot>> reshard(
       const int64_t p_end = p.offset + rows_of(p.state.value.shape());
       if (p.offset < end && begin < p_end) overlapping.push_back(&p);
     }
-    VariableShard::Snapshot s;
+    ShardSnapshot s;
     s.value = Tensor(dtype, target.shape);
     for (const SavedPart* p : overlapping) {
       if (p->state.slots.optimizer.empty()) continue;

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "ps/variable_shard.h"
+#include "ps/request/shard_snapshot.h"
 #include "psflow/optimizer_config.h"
 #include "psflow/tensor.h"
 
@@ -18,7 +18,7 @@ namespace psflow::checkpoint {
 // Thread-safety: a value type.
 struct SavedPart {
   int64_t offset = 0;
-  VariableShard::Snapshot state;
+  ShardSnapshot state;
 };
 
 // Where a current part sits: its first row and its shape.
@@ -42,7 +42,7 @@ struct TargetPart {
 // shard's; when every part took the same steps, as with dense gradients,
 // the result is exact). A target identical to a saved part shares its
 // tensors; others are fresh copies.
-[[nodiscard]] absl::StatusOr<std::vector<VariableShard::Snapshot>> reshard(
+[[nodiscard]] absl::StatusOr<std::vector<ShardSnapshot>> reshard(
     std::string_view variable, DType dtype, const Shape& full_shape,
     const std::vector<SavedPart>& saved, const std::vector<TargetPart>& targets,
     const OptimizerConfig* fill);

@@ -4,15 +4,14 @@
 #include <bit>
 #include <cstring>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <tuple>
 #include <utility>
 
-#include <nlohmann/json.hpp>
-
 #include "absl/strings/str_cat.h"
-#include "psflow/status_macros.h"
 #include "base/strings.h"
+#include "psflow/status_macros.h"
 
 namespace psflow::checkpoint {
 namespace {
@@ -43,8 +42,8 @@ absl::StatusOr<Layout> plan(const std::vector<SafetensorsEntry>& entries,
   for (size_t i = 0; i < entries.size(); ++i) {
     const SafetensorsEntry& e = entries[i];
     if (e.name.empty() || e.name == kMetadataKey) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "safetensors tensor name '", e.name, "' is reserved or empty; pick another name"));
+      return absl::InvalidArgumentError(absl::StrCat("safetensors tensor name '", e.name,
+                                                     "' is reserved or empty; pick another name"));
     }
     if (!names.insert(e.name).second) {
       return absl::InvalidArgumentError(
@@ -94,7 +93,8 @@ absl::StatusOr<Layout> plan(const std::vector<SafetensorsEntry>& entries,
 // A non-negative JSON integer, or nullopt.
 std::optional<uint64_t> as_unsigned(const Json& j) {
   if (j.is_number_unsigned()) return j.get<uint64_t>();
-  if (j.is_number_integer() && j.get<int64_t>() >= 0) return static_cast<uint64_t>(j.get<int64_t>());
+  if (j.is_number_integer() && j.get<int64_t>() >= 0)
+    return static_cast<uint64_t>(j.get<int64_t>());
   return std::nullopt;
 }
 
@@ -232,8 +232,8 @@ absl::StatusOr<SafetensorsContents> decode_safetensors(std::string bytes, std::s
     for (const Json& d : *shape_it) {
       std::optional<uint64_t> dim = as_unsigned(d);
       if (!dim || *dim > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-        return where(absl::StrCat("shape entry ", d.dump(-1, ' ', false,
-                                                        Json::error_handler_t::replace),
+        return where(absl::StrCat("shape entry ",
+                                  d.dump(-1, ' ', false, Json::error_handler_t::replace),
                                   " is not a non-negative integer"));
       }
       shape.push_back(static_cast<int64_t>(*dim));
@@ -257,10 +257,9 @@ absl::StatusOr<SafetensorsContents> decode_safetensors(std::string bytes, std::s
     const uint64_t item = dtype_size(*dtype);
     if (static_cast<uint64_t>(*elements) > std::numeric_limits<uint64_t>::max() / item ||
         static_cast<uint64_t>(*elements) * item != *end - *begin) {
-      return where(absl::StrCat("shape ", shape_string(shape), " of ",
-                                av(dtype_it->get<std::string>()), " needs ",
-                                static_cast<uint64_t>(*elements) * item,
-                                " bytes but data_offsets give ", *end - *begin));
+      return where(absl::StrCat(
+          "shape ", shape_string(shape), " of ", av(dtype_it->get<std::string>()), " needs ",
+          static_cast<uint64_t>(*elements) * item, " bytes but data_offsets give ", *end - *begin));
     }
     pending.push_back({name, *dtype, std::move(shape), *begin, *end});
   }
@@ -280,9 +279,9 @@ absl::StatusOr<SafetensorsContents> decode_safetensors(std::string bytes, std::s
                                          previous->begin, ", ", previous->end, ")"));
     }
     if (p->begin > covered) {
-      return bad_file(file, absl::StrCat("bytes [", covered, ", ", p->begin,
-                                         ") of the data belong to no tensor (a hole before '",
-                                         p->name, "')"));
+      return bad_file(
+          file, absl::StrCat("bytes [", covered, ", ", p->begin,
+                             ") of the data belong to no tensor (a hole before '", p->name, "')"));
     }
     covered = p->end;
     if (p->end > p->begin) previous = p;

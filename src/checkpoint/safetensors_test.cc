@@ -4,11 +4,10 @@
 
 #include <cstring>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
@@ -87,8 +86,8 @@ TEST(SafetensorsTest, LayoutFollowsTheReferenceImplementation) {
   EXPECT_EQ(header["flags"]["dtype"], "BOOL");
   EXPECT_EQ(header["i32"]["shape"], nlohmann::json::array());
   // Largest element size first, then by name, with no holes.
-  const std::vector<std::string> order = {"empty", "f64", "i64", "a/b/part_0", "f32", "i32",
-                                          "flags", "u8"};
+  const std::vector<std::string> order = {"empty", "f64", "i64",   "a/b/part_0",
+                                          "f32",   "i32", "flags", "u8"};
   uint64_t offset = 0;
   for (const std::string& name : order) {
     SCOPED_TRACE(name);
@@ -115,8 +114,7 @@ TEST(SafetensorsTest, FilesAreWrittenAtomicallyWithTheirDigest) {
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(back->tensors.at("u8"), every_dtype()[5].tensor);
   // A file over the caller's limit is refused before it is read.
-  EXPECT_THAT(std::string(read_safetensors_file(path, 10).status().message()),
-              HasSubstr(path));
+  EXPECT_THAT(std::string(read_safetensors_file(path, 10).status().message()), HasSubstr(path));
   EXPECT_EQ(read_file(dir + "/missing", 10).status().code(), absl::StatusCode::kNotFound);
   std::filesystem::remove_all(dir);
 }
@@ -151,8 +149,7 @@ TEST(SafetensorsTest, CorruptFilesAreRejectedNamingTheFileAndTheProblem) {
   const std::string f32 = R"("a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]})";
   const std::string eight(8, '\1');
   expect_rejected("abc", "too short for the 8-byte header length");
-  expect_rejected(std::string("\xff\xff\xff\xff\x00\x00\x00\x00", 8) + "{}",
-                  "more than the limit");
+  expect_rejected(std::string("\xff\xff\xff\xff\x00\x00\x00\x00", 8) + "{}", "more than the limit");
   expect_rejected(std::string("\x40\x00\x00\x00\x00\x00\x00\x00", 8) + "{}",
                   "runs past the end of the file");
   expect_rejected(make_file("", ""), "not a JSON object");
@@ -190,8 +187,10 @@ TEST(SafetensorsTest, CorruptFilesAreRejectedNamingTheFileAndTheProblem) {
                             R"("b":{"dtype":"U8","shape":[4],"data_offsets":[4,8]}})",
                             eight),
                   "bytes [2, 4) of the data belong to no tensor");
-  expect_rejected(make_file("{" + f32 + "}", eight + "xx"), "the data is 10 bytes but the tensors cover 8");
-  expect_rejected(make_file(R"({"__metadata__":{"k":1}})", ""), "__metadata__ entry 'k' is not a string");
+  expect_rejected(make_file("{" + f32 + "}", eight + "xx"),
+                  "the data is 10 bytes but the tensors cover 8");
+  expect_rejected(make_file(R"({"__metadata__":{"k":1}})", ""),
+                  "__metadata__ entry 'k' is not a string");
   expect_rejected(make_file(R"({"__metadata__":[]})", ""), "__metadata__ is not a JSON object");
   expect_rejected(make_file(R"({"b":{"dtype":"BOOL","shape":[2],"data_offsets":[0,2]}})",
                             std::string("\x01\x02", 2)),

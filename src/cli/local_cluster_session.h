@@ -26,7 +26,8 @@ class LocalClusterSession {
   ~LocalClusterSession();
 
   // The cluster stays owned by the session.
-  [[nodiscard]] absl::StatusOr<LocalCluster*> start(LocalClusterOptions options);
+  [[nodiscard]] absl::StatusOr<LocalCluster*> start(LocalClusterOptions options)
+      ABSL_LOCKS_EXCLUDED(mu_);
   void wait_for_termination_signal();
 
  private:

@@ -2,8 +2,8 @@
 // line, one binary for every role, chosen by subcommand.
 #include <CLI/CLI.hpp>
 #include <optional>
-#include <string_view>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
@@ -48,11 +48,8 @@ int psflow_main(int argc, char** argv) {
   app.set_version_flag("--version", std::string(version()));
   app.require_subcommand(1);
   const std::vector<Command> commands = {
-      add_train_command(app),
-      add_eval_command(app),
-      add_server_command(app),
-      add_local_cluster_command(app),
-      add_version_command(app),
+      add_train_command(app),         add_eval_command(app),    add_server_command(app),
+      add_local_cluster_command(app), add_version_command(app),
   };
   CLI11_PARSE(app, argc, argv);
   for (const Command& command : commands) {

@@ -106,8 +106,7 @@ int run_server(const ServerFlags& flags) {
   constexpr int64_t kMaxResultCacheMib = kMaxResultCacheBytes >> 20;
   if (flags.result_cache_mib < 0 || flags.result_cache_mib > kMaxResultCacheMib) {
     return usage_error(absl::StrCat("--result-cache-mib ", flags.result_cache_mib,
-                                    " is out of range; use 0 (keep none) to ",
-                                    kMaxResultCacheMib));
+                                    " is out of range; use 0 (keep none) to ", kMaxResultCacheMib));
   }
   options.result_cache_entries = flags.result_cache_entries;
   options.result_cache_bytes = flags.result_cache_mib << 20;

@@ -34,8 +34,9 @@ struct TrainFlags {
 int report(const absl::StatusOr<TrainSummary>& summary, const TrainOptions& options);
 
 std::string default_run_dir(const TrainOptions& options) {
-  return absl::StrCat("runs/", absl::FormatTime("%Y%m%d-%H%M%S", absl::Now(), absl::LocalTimeZone()),
-                      "-", options.model);
+  return absl::StrCat("runs/",
+                      absl::FormatTime("%Y%m%d-%H%M%S", absl::Now(), absl::LocalTimeZone()), "-",
+                      options.model);
 }
 
 int run_train(TrainFlags flags, const CLI::App& app) {
@@ -58,11 +59,12 @@ int run_train(TrainFlags flags, const CLI::App& app) {
   options.interactive_progress = ::isatty(STDOUT_FILENO) == 1;
 
   if (options.strategy == "mirrored") {
-    std::printf("training %s on Fashion-MNIST with %d synchronous replicas in this process: %d "
-                "epochs, global batch %lld, %s lr %g; run dir %s\n",
-                options.model.c_str(), options.replicas, options.epochs,
-                static_cast<long long>(options.batch_size), options.optimizer.c_str(),
-                options.learning_rate, options.run_dir.c_str());
+    std::printf(
+        "training %s on Fashion-MNIST with %d synchronous replicas in this process: %d "
+        "epochs, global batch %lld, %s lr %g; run dir %s\n",
+        options.model.c_str(), options.replicas, options.epochs,
+        static_cast<long long>(options.batch_size), options.optimizer.c_str(),
+        options.learning_rate, options.run_dir.c_str());
     std::fflush(stdout);
     return report(train_classifier_mirrored(options), options);
   }
@@ -88,8 +90,7 @@ int run_train(TrainFlags flags, const CLI::App& app) {
     spec = *from_env;
     // Tasks may still be starting (pods scheduled one by one): wait for all
     // of them within the start-up bound, then name those that never came.
-    const absl::Time deadline =
-        absl::Now() + absl::Seconds(flags.cluster.startup_timeout_seconds);
+    const absl::Time deadline = absl::Now() + absl::Seconds(flags.cluster.startup_timeout_seconds);
     std::vector<std::string> missing;
     for (std::string_view job : {kPsJob, kWorkerJob}) {
       for (int index : spec.task_indices(job)) {
@@ -130,11 +131,11 @@ int run_train(TrainFlags flags, const CLI::App& app) {
   }
   std::printf("training %s on %s: %d epochs, batch %lld, %s lr %g; run dir %s\n",
               options.model.c_str(),
-              !wide_deep ? "Fashion-MNIST"
+              !wide_deep                 ? "Fashion-MNIST"
               : options.data_dir.empty() ? "generated click data"
                                          : options.data_dir.c_str(),
-              options.epochs, static_cast<long long>(options.batch_size),
-              options.optimizer.c_str(), options.learning_rate, options.run_dir.c_str());
+              options.epochs, static_cast<long long>(options.batch_size), options.optimizer.c_str(),
+              options.learning_rate, options.run_dir.c_str());
   std::fflush(stdout);
   return report(wide_deep ? train_wide_deep(spec, options) : train_classifier(spec, options),
                 options);
@@ -199,8 +200,8 @@ Command add_train_command(CLI::App& parent) {
                   "Training steps per scheduled closure")
       ->capture_default_str();
   app->add_flag("--ps-recovery", o.ps_recovery,
-               "On the loss of a ps task, wait for it to come back, restore every ps from the "
-               "latest checkpoint and train on (default: stop with UNAVAILABLE, as TF)");
+                "On the loss of a ps task, wait for it to come back, restore every ps from the "
+                "latest checkpoint and train on (default: stop with UNAVAILABLE, as TF)");
   app->add_option("--ps-recovery-timeout", o.ps_recovery_timeout_seconds,
                   "Seconds to wait for a lost ps task to come back")
       ->capture_default_str();

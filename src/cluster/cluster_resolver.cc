@@ -5,10 +5,10 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "psflow/status_macros.h"
 #include "base/strings.h"
 #include "cluster/master.h"
 #include "cluster/tf_json.h"
+#include "psflow/status_macros.h"
 
 namespace psflow {
 
@@ -38,10 +38,10 @@ absl::StatusOr<std::string> master_address(const ClusterSpec& spec,
         "task_type to master() or set TF_CONFIG.task.type.");
   }
   if (!task_id.has_value()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "master() needs a task id for job ", py_repr_string(*task_type),
-        ": none was passed and the resolver names none. Pass task_id to master() or "
-        "set TF_CONFIG.task.index."));
+    return absl::InvalidArgumentError(
+        absl::StrCat("master() needs a task id for job ", py_repr_string(*task_type),
+                     ": none was passed and the resolver names none. Pass task_id to master() or "
+                     "set TF_CONFIG.task.index."));
   }
   PSFLOW_ASSIGN_OR_RETURN(std::string address, spec.task_address(*task_type, *task_id));
   return format_master_url(address, rpc_layer);

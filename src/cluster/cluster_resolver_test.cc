@@ -47,7 +47,7 @@ TEST(ClusterResolverMasterTest, ArgumentsOverrideTheResolversTask) {
   const SimpleClusterResolver resolver(two_job_spec(), "ps", 1, "grpc");
   EXPECT_EQ(resolver.master("ps", 0).value(), "grpc://ps0:2222");
   EXPECT_EQ(resolver.master("worker", 1, "test").value(), "test://worker1:2222");
-  EXPECT_EQ(resolver.master("worker").value(), "grpc://worker1:2222");   // own id 1
+  EXPECT_EQ(resolver.master("worker").value(), "grpc://worker1:2222");     // own id 1
   EXPECT_EQ(resolver.master(std::nullopt, 0).value(), "grpc://ps0:2222");  // own type ps
   // An empty layer is falsy in Python: the bare address.
   EXPECT_EQ(resolver.master("worker", 2, "").value(), "worker2:2222");
@@ -60,8 +60,8 @@ TEST(ClusterResolverMasterTest, EmptyClusterIsLocal) {
 }
 
 TEST(ClusterResolverMasterTest, OneJobWithOneTaskIsLocal) {
-  const SimpleClusterResolver resolver(ClusterSpec({{"worker", {"worker0:2222"}}}), "worker",
-                                       0, "grpc");
+  const SimpleClusterResolver resolver(ClusterSpec({{"worker", {"worker0:2222"}}}), "worker", 0,
+                                       "grpc");
   EXPECT_EQ(resolver.master().value(), "");
 }
 
@@ -73,8 +73,8 @@ TEST(ClusterResolverMasterTest, OneJobWithTwoTasksIsNotLocal) {
 TEST(ClusterResolverMasterTest, LoneSparseTaskIsNotLocalAsInTf) {
   // TF compares len(job_tasks(job)), which is max index + 1 == 2 here.
   const SimpleClusterResolver resolver(
-      ClusterSpec(std::map<std::string, ClusterSpec::Tasks>{{"worker", {{1, "w1:1"}}}}),
-      "worker", 1, "grpc");
+      ClusterSpec(std::map<std::string, ClusterSpec::Tasks>{{"worker", {{1, "w1:1"}}}}), "worker",
+      1, "grpc");
   EXPECT_EQ(resolver.master().value(), "grpc://w1:1");
 }
 

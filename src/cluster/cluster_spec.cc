@@ -8,10 +8,10 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "psflow/status_macros.h"
 #include "base/strings.h"
 #include "cluster/cluster_spec_json.h"
 #include "cluster/tf_json.h"
+#include "psflow/status_macros.h"
 
 namespace psflow {
 namespace {
@@ -19,9 +19,7 @@ namespace {
 constexpr std::string_view kClusterExample =
     R"({"chief": ["host:port"], "worker": ["host:port", ...], "ps": ["host:port", ...]})";
 
-std::string job_path(std::string_view job) {
-  return absl::StrCat("TF_CONFIG.cluster.", av(job));
-}
+std::string job_path(std::string_view job) { return absl::StrCat("TF_CONFIG.cluster.", av(job)); }
 
 }  // namespace
 
@@ -45,11 +43,11 @@ absl::StatusOr<ClusterSpec> ClusterSpec::from_json(std::string_view json) {
 
 absl::StatusOr<ClusterSpec> cluster_spec_from_json_value(const TfJson& cluster) {
   if (!cluster.is_object()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "`cluster` must be a dictionary mapping one or more job names to lists of "
-        "network addresses, got ",
-        py_repr_abbrev(cluster), ". Set TF_CONFIG.cluster to a JSON object like ",
-        av(kClusterExample), "."));
+    return absl::InvalidArgumentError(
+        absl::StrCat("`cluster` must be a dictionary mapping one or more job names to lists of "
+                     "network addresses, got ",
+                     py_repr_abbrev(cluster), ". Set TF_CONFIG.cluster to a JSON object like ",
+                     av(kClusterExample), "."));
   }
   // Pass 1, document order (as TF's dict iteration): each job's shape and
   // indices. Pointers into `cluster`, which outlives this function.
@@ -66,32 +64,31 @@ absl::StatusOr<ClusterSpec> cluster_spec_from_json_value(const TfJson& cluster) 
         if (!index.ok()) {
           return absl::InvalidArgumentError(absl::StrCat(
               "Task index ", py_repr_string(key), " of job ", py_repr_string(job),
-              index.status().code() == absl::StatusCode::kOutOfRange
-                  ? " is out of range: "
-                  : " is not an integer: ",
+              index.status().code() == absl::StatusCode::kOutOfRange ? " is out of range: "
+                                                                     : " is not an integer: ",
               index.status().message(),
               ". Keys of a sparse job are 0-based task indices, like "
               R"({"0": "host:port", "2": "host:port"} ()",
               job_path(job), ")."));
         }
         if (*index < 0) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              "Task index ", *index, " of job ", py_repr_string(job),
-              " is negative. Task indices start at 0 (", job_path(job), ")."));
+          return absl::InvalidArgumentError(
+              absl::StrCat("Task index ", *index, " of job ", py_repr_string(job),
+                           " is negative. Task indices start at 0 (", job_path(job), ")."));
         }
         if (auto [it, inserted] = key_of_index.emplace(*index, key); !inserted) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              "Task index ", *index, " of job ", py_repr_string(job), " is given twice, as ",
-              py_repr_string(it->second), " and ", py_repr_string(key), ". List each task once (",
-              job_path(job), ")."));
+          return absl::InvalidArgumentError(
+              absl::StrCat("Task index ", *index, " of job ", py_repr_string(job),
+                           " is given twice, as ", py_repr_string(it->second), " and ",
+                           py_repr_string(key), ". List each task once (", job_path(job), ")."));
         }
         indexed.emplace(*index, &address);
       }
     } else {
       return absl::InvalidArgumentError(absl::StrCat(
           "The tasks for job ", py_repr_string(job),
-          " must be a list or a dictionary from integers to strings. Got ",
-          py_repr_abbrev(tasks), "; write ", job_path(job),
+          " must be a list or a dictionary from integers to strings. Got ", py_repr_abbrev(tasks),
+          "; write ", job_path(job),
           R"( as a list like ["host:port", ...] or an object like {"0": "host:port"}.)"));
     }
   }
@@ -102,9 +99,9 @@ absl::StatusOr<ClusterSpec> cluster_spec_from_json_value(const TfJson& cluster) 
     for (const auto& [index, address] : indexed) {
       if (!address->is_string()) {
         return absl::InvalidArgumentError(absl::StrCat(
-            "Task address ", py_repr_abbrev(*address),
-            " must be bytes or unicode. Write task ", index, " of job ", py_repr_string(job),
-            R"( as a "host:port" string ()", job_path(job), ")."));
+            "Task address ", py_repr_abbrev(*address), " must be bytes or unicode. Write task ",
+            index, " of job ", py_repr_string(job), R"( as a "host:port" string ()", job_path(job),
+            ")."));
       }
       tasks.emplace(index, address->get<std::string>());
     }
@@ -116,8 +113,8 @@ std::string ClusterSpec::to_json() const {
   TfJson out = TfJson::object();
   for (const auto& [job, tasks] : jobs_) {
     const bool dense =
-        tasks.empty() || (tasks.begin()->first == 0 &&
-                          tasks.rbegin()->first + 1 == static_cast<int>(tasks.size()));
+        tasks.empty() ||
+        (tasks.begin()->first == 0 && tasks.rbegin()->first + 1 == static_cast<int>(tasks.size()));
     if (dense) {
       TfJson list = TfJson::array();
       for (const auto& [index, address] : tasks) list.push_back(address);
@@ -158,16 +155,14 @@ std::vector<int> ClusterSpec::task_indices(std::string_view job) const {
   return indices;
 }
 
-absl::StatusOr<std::string> ClusterSpec::task_address(std::string_view job,
-                                                      int index) const {
+absl::StatusOr<std::string> ClusterSpec::task_address(std::string_view job, int index) const {
   const auto job_it = jobs_.find(std::string(job));
   if (job_it == jobs_.end()) {
     std::vector<std::string> known;
     for (const auto& [name, tasks] : jobs_) known.push_back(py_repr_string(name));
     return absl::NotFoundError(absl::StrCat(
         "No such job in cluster: ", py_repr_string(job), " (the cluster has ",
-        known.empty() ? "no jobs" : absl::StrCat("jobs ", absl::StrJoin(known, ", ")),
-        ")"));
+        known.empty() ? "no jobs" : absl::StrCat("jobs ", absl::StrJoin(known, ", ")), ")"));
   }
   const auto task_it = job_it->second.find(index);
   if (task_it == job_it->second.end()) {

@@ -16,8 +16,7 @@ namespace psflow {
 // be a string. Stricter than TF: negative indices and two keys naming the
 // same index ("1" and "01") are rejected instead of silently kept.
 // INVALID_ARGUMENT with TF's message plus the fix.
-[[nodiscard]] absl::StatusOr<ClusterSpec> cluster_spec_from_json_value(
-    const TfJson& cluster);
+[[nodiscard]] absl::StatusOr<ClusterSpec> cluster_spec_from_json_value(const TfJson& cluster);
 
 }  // namespace psflow
 

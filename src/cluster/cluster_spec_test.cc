@@ -99,9 +99,8 @@ TEST(ClusterSpecTest, FromJsonEmptyJobs) {
 
 TEST(ClusterSpecTest, FromJsonMalformedNamesBytePosition) {
   const absl::Status status = parse_error(R"({"ps": [ps0:2222]})");
-  EXPECT_THAT(message_of(status),
-              StartsWith("The cluster spec is not valid JSON at byte 9 near "
-                         R"('{"ps": [ps0:2222]}': )"));
+  EXPECT_THAT(message_of(status), StartsWith("The cluster spec is not valid JSON at byte 9 near "
+                                             R"('{"ps": [ps0:2222]}': )"));
   EXPECT_THAT(message_of(status), HasSubstr("pass a JSON object mapping job names to addresses"));
 }
 
@@ -117,8 +116,8 @@ TEST(ClusterSpecTest, FromJsonNonObjectIsRejectedWithTfWording) {
 }
 
 TEST(ClusterSpecTest, FromJsonWrongJobTypeIsTfTypeError) {
-  for (const char* json : {R"({"ps": "ps0:2222"})", R"({"ps": 2222})", R"({"ps": null})",
-                           R"({"ps": true})"}) {
+  for (const char* json :
+       {R"({"ps": "ps0:2222"})", R"({"ps": 2222})", R"({"ps": null})", R"({"ps": true})"}) {
     const absl::Status status = parse_error(json);
     EXPECT_THAT(message_of(status),
                 StartsWith("The tasks for job 'ps' must be a list or a dictionary from "
@@ -185,8 +184,7 @@ TEST(ClusterSpecTest, ToJsonDenseAndSparse) {
   EXPECT_EQ(dense.to_json(), R"({"ps":["ps0:2222"],"worker":["w0:1","w1:1"]})");
   const ClusterSpec sparse(std::map<std::string, ClusterSpec::Tasks>{
       {"worker", {{2, "w2:1"}, {10, "w10:1"}}}, {"ps", {}}, {"chief", {{0, "c:1"}}}});
-  EXPECT_EQ(sparse.to_json(),
-            R"({"chief":["c:1"],"ps":[],"worker":{"2":"w2:1","10":"w10:1"}})");
+  EXPECT_EQ(sparse.to_json(), R"({"chief":["c:1"],"ps":[],"worker":{"2":"w2:1","10":"w10:1"}})");
   EXPECT_EQ(ClusterSpec().to_json(), "{}");
 }
 
@@ -196,8 +194,8 @@ TEST(ClusterSpecTest, ToJsonFromJsonRoundTrip) {
       ClusterSpec({{"chief", {"c:1"}}, {"ps", {"p0:1", "p1:1"}}, {"worker", {"w0:1"}}}),
       ClusterSpec(std::map<std::string, ClusterSpec::Tasks>{
           {"worker", {{1, "w1:1"}, {3, "w3:1"}}}, {"ps", {{0, "p0:1"}}}, {"evaluator", {}}}),
-      ClusterSpec(std::map<std::string, ClusterSpec::Tasks>{
-          {"weird \"job\"\n", {{0, "h\\ost:1"}}}}),
+      ClusterSpec(
+          std::map<std::string, ClusterSpec::Tasks>{{"weird \"job\"\n", {{0, "h\\ost:1"}}}}),
   };
   for (const ClusterSpec& spec : specs) {
     absl::StatusOr<ClusterSpec> back = ClusterSpec::from_json(spec.to_json());

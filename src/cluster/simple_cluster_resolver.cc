@@ -6,8 +6,7 @@
 
 namespace psflow {
 
-SimpleClusterResolver::SimpleClusterResolver(ClusterSpec spec,
-                                             std::optional<std::string> task_type,
+SimpleClusterResolver::SimpleClusterResolver(ClusterSpec spec, std::optional<std::string> task_type,
                                              std::optional<int> task_id,
                                              std::optional<std::string> rpc_layer)
     : spec_(std::move(spec)),

@@ -8,12 +8,12 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "psflow/status_macros.h"
 #include "base/strings.h"
 #include "cluster/cluster_spec_json.h"
 #include "cluster/master.h"
 #include "cluster/tf_json.h"
 #include "psflow/cluster_resolver.h"
+#include "psflow/status_macros.h"
 
 namespace psflow {
 namespace {
@@ -36,17 +36,16 @@ absl::StatusOr<TfJson> load_tf_config(const std::optional<std::string>& given) {
     text = "{}";  // os.environ.get("TF_CONFIG", "{}")
   }
   // As in TF, a set-but-empty TF_CONFIG is malformed JSON, not "no config".
-  PSFLOW_ASSIGN_OR_RETURN(
-      TfJson config,
-      parse_tf_json(text, "TF_CONFIG",
-                    absl::StrCat("set TF_CONFIG to a JSON object like ", av(kTfConfigExample),
-                                 ", or unset it")));
+  PSFLOW_ASSIGN_OR_RETURN(TfJson config,
+                          parse_tf_json(text, "TF_CONFIG",
+                                        absl::StrCat("set TF_CONFIG to a JSON object like ",
+                                                     av(kTfConfigExample), ", or unset it")));
   if (!config.is_object()) {
     // TF would treat a list or string as having no keys and fail later in
     // odd ways; a clear error is more useful.
-    return absl::InvalidArgumentError(absl::StrCat(
-        "TF_CONFIG must be a JSON object, got ", py_repr_abbrev(config),
-        "; set TF_CONFIG to a JSON object like ", av(kTfConfigExample), "."));
+    return absl::InvalidArgumentError(
+        absl::StrCat("TF_CONFIG must be a JSON object, got ", py_repr_abbrev(config),
+                     "; set TF_CONFIG to a JSON object like ", av(kTfConfigExample), "."));
   }
   return config;
 }
@@ -78,11 +77,11 @@ absl::StatusOr<std::optional<int>> task_id_of(const TfJson& config) {
   if (it == task->end()) return std::nullopt;
   absl::StatusOr<int> index = py_int(*it);  // int(task["index"]): "1" -> 1
   if (!index.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "TF_CONFIG.task.index must be an integer, got ", py_repr_abbrev(*it), ": ",
-        index.status().message(),
-        ". Set \"index\" to the task's 0-based position in its job, like "
-        "{\"type\": \"worker\", \"index\": 0}."));
+    return absl::InvalidArgumentError(
+        absl::StrCat("TF_CONFIG.task.index must be an integer, got ", py_repr_abbrev(*it), ": ",
+                     index.status().message(),
+                     ". Set \"index\" to the task's 0-based position in its job, like "
+                     "{\"type\": \"worker\", \"index\": 0}."));
   }
   return *index;
 }
@@ -95,9 +94,9 @@ absl::StatusOr<std::optional<std::string>> string_field_of(const TfJson& config,
   const auto it = config.find(std::string(key));
   if (it == config.end() || it->is_null()) return std::nullopt;
   if (!it->is_string()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "TF_CONFIG.", av(key), " must be a string like ", av(example), ", got ",
-        py_repr_abbrev(*it), "."));
+    return absl::InvalidArgumentError(absl::StrCat("TF_CONFIG.", av(key), " must be a string like ",
+                                                   av(example), ", got ", py_repr_abbrev(*it),
+                                                   "."));
   }
   return it->get<std::string>();
 }
@@ -110,8 +109,7 @@ absl::StatusOr<ClusterSpec> cluster_spec_of(const TfJson& config) {
 
 }  // namespace
 
-TFConfigClusterResolver::TFConfigClusterResolver(Options options)
-    : options_(std::move(options)) {}
+TFConfigClusterResolver::TFConfigClusterResolver(Options options) : options_(std::move(options)) {}
 
 absl::StatusOr<ClusterSpec> TFConfigClusterResolver::cluster_spec() const {
   PSFLOW_ASSIGN_OR_RETURN(TfJson config, load_tf_config(options_.tf_config_json));

@@ -112,8 +112,7 @@ TEST_F(TFConfigClusterResolverTest, ParameterOverrides) {
 
   // TF sets the overrides through setters; psflow resolvers are immutable,
   // so the same overrides come in through the options.
-  const TFConfigClusterResolver changed(
-      {.task_type = "worker", .task_id = 1, .rpc_layer = "test"});
+  const TFConfigClusterResolver changed({.task_type = "worker", .task_id = 1, .rpc_layer = "test"});
   EXPECT_EQ(changed.master().value(), "test://worker1:2222");
   EXPECT_EQ(changed.task_type().value(), "worker");
   EXPECT_EQ(changed.task_id().value(), 1);
@@ -165,9 +164,9 @@ TEST_F(TFConfigClusterResolverTest, NonNumericTaskIndexIsAnError) {
             "TF_CONFIG.task.index must be an integer, got 'abc': invalid literal for int() "
             "with base 10: 'abc'. Set \"index\" to the task's 0-based position in its job, "
             "like {\"type\": \"worker\", \"index\": 0}.");
-  for (const char* config : {R"({"task": {"index": null}})", R"({"task": {"index": [0]}})",
-                             R"({"task": {"index": "1.0"}})",
-                             R"({"task": {"index": 12345678901}})"}) {
+  for (const char* config :
+       {R"({"task": {"index": null}})", R"({"task": {"index": [0]}})",
+        R"({"task": {"index": "1.0"}})", R"({"task": {"index": 12345678901}})"}) {
     set_tf_config(config);
     const absl::StatusOr<std::optional<int>> bad = TFConfigClusterResolver().task_id();
     EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument) << config;
@@ -243,9 +242,8 @@ TEST_F(TFConfigClusterResolverTest, MalformedJsonPointsAtTheByteAndSaysTheFix) {
        {resolver.cluster_spec().status(), resolver.task_type().status(),
         resolver.task_id().status(), resolver.rpc_layer().status(), resolver.master().status()}) {
     EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
-    EXPECT_THAT(message_of(status),
-                StartsWith("TF_CONFIG is not valid JSON at byte 14 near "
-                           R"('{"cluster": {ps: ["p:1"]}}': )"));
+    EXPECT_THAT(message_of(status), StartsWith("TF_CONFIG is not valid JSON at byte 14 near "
+                                               R"('{"cluster": {ps: ["p:1"]}}': )"));
     EXPECT_THAT(message_of(status), HasSubstr("line 1, column 14"));
     EXPECT_THAT(message_of(status),
                 HasSubstr(R"(; set TF_CONFIG to a JSON object like {"cluster": {)"));
@@ -266,8 +264,7 @@ TEST_F(TFConfigClusterResolverTest, NonObjectTfConfigIsRejected) {
     set_tf_config(config);
     const absl::Status status = TFConfigClusterResolver().cluster_spec().status();
     EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << config;
-    EXPECT_THAT(message_of(status), StartsWith("TF_CONFIG must be a JSON object, got "))
-        << config;
+    EXPECT_THAT(message_of(status), StartsWith("TF_CONFIG must be a JSON object, got ")) << config;
   }
 }
 

@@ -50,7 +50,10 @@ void append_repr(std::string& out, const TfJson& value, int depth) {
       out += py_repr_string(value.get_ref<const std::string&>());
       return;
     case TfJson::value_t::array: {
-      if (depth >= kMaxReprDepth) { out += "[...]"; return; }
+      if (depth >= kMaxReprDepth) {
+        out += "[...]";
+        return;
+      }
       out += '[';
       bool first = true;
       for (const TfJson& element : value) {
@@ -62,7 +65,10 @@ void append_repr(std::string& out, const TfJson& value, int depth) {
       return;
     }
     case TfJson::value_t::object: {
-      if (depth >= kMaxReprDepth) { out += "{...}"; return; }
+      if (depth >= kMaxReprDepth) {
+        out += "{...}";
+        return;
+      }
       out += '{';
       bool first = true;
       for (const auto& [key, element] : value.items()) {
@@ -115,19 +121,18 @@ absl::StatusOr<TfJson> parse_tf_json(std::string_view text, std::string_view wha
       append_escaped_byte(snippet, static_cast<unsigned char>(text[i]));
     }
     if (end < text.size()) snippet += "...";
-    const std::string near = at >= text.size()
-                                 ? absl::StrCat("'", snippet, "' (end of input)")
-                                 : absl::StrCat("'", snippet, "'");
+    const std::string near = at >= text.size() ? absl::StrCat("'", snippet, "' (end of input)")
+                                               : absl::StrCat("'", snippet, "'");
     // Drop nlohmann's "[json.exception.parse_error.101] " tag; keep its
     // line/column and expectation.
     std::string_view detail = e.what();
-    if (const auto tag_end = detail.find("] "); !detail.empty() && detail.front() == '[' &&
-                                                tag_end != std::string_view::npos) {
+    if (const auto tag_end = detail.find("] ");
+        !detail.empty() && detail.front() == '[' && tag_end != std::string_view::npos) {
       detail.remove_prefix(tag_end + 2);
     }
-    return absl::InvalidArgumentError(absl::StrCat(
-        av(what), " is not valid JSON at byte ", e.byte, " near ", near, ": ",
-        av(detail), "; ", av(fix)));
+    return absl::InvalidArgumentError(absl::StrCat(av(what), " is not valid JSON at byte ", e.byte,
+                                                   " near ", near, ": ", av(detail), "; ",
+                                                   av(fix)));
   } catch (const nlohmann::json::exception& e) {
     // E.g. a number literal too large for a double.
     return absl::InvalidArgumentError(
@@ -246,9 +251,9 @@ absl::StatusOr<int> py_int(const TfJson& value) {
     case TfJson::value_t::discarded: break;
   }
   const char* type_name = value.is_null() ? "NoneType" : value.is_array() ? "list" : "dict";
-  return absl::InvalidArgumentError(absl::StrCat(
-      "int() argument must be a string, a bytes-like object or a real number, not '",
-      type_name, "'"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("int() argument must be a string, a bytes-like object or a real number, not '",
+                   type_name, "'"));
 }
 
 }  // namespace psflow

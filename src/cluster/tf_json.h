@@ -19,8 +19,7 @@ using TfJson = nlohmann::ordered_json;
 // Parses `text` as one JSON value. On malformed input returns
 // INVALID_ARGUMENT "<what> is not valid JSON at byte N near '<snippet>': <parser
 // detail>; <fix>", where N is the 1-based byte the parser stopped at.
-[[nodiscard]] absl::StatusOr<TfJson> parse_tf_json(std::string_view text,
-                                                   std::string_view what,
+[[nodiscard]] absl::StatusOr<TfJson> parse_tf_json(std::string_view text, std::string_view what,
                                                    std::string_view fix);
 
 // Python's repr() of the value json.loads would produce: 'a', 1, True, None,

@@ -53,8 +53,7 @@ TEST(TfJsonTest, MalformedJsonSnippetIsAWindowAroundTheError) {
 TEST(TfJsonTest, MalformedJsonAtEndOfInput) {
   absl::StatusOr<TfJson> json = parse_tf_json("{\"a\": 1", "TF_CONFIG", "fix");
   ASSERT_FALSE(json.ok());
-  EXPECT_THAT(message_of(json.status()),
-              HasSubstr("at byte 8 near '{\"a\": 1' (end of input): "));
+  EXPECT_THAT(message_of(json.status()), HasSubstr("at byte 8 near '{\"a\": 1' (end of input): "));
 }
 
 TEST(TfJsonTest, EmptyTextIsMalformed) {
@@ -122,8 +121,7 @@ TEST(TfJsonTest, IntFromNumbersMatchesPython) {
   EXPECT_EQ(py_int(TfJson(2147483647)).value(), 2147483647);
   EXPECT_EQ(py_int(TfJson(-2147483648LL)).value(), -2147483647 - 1);
   EXPECT_EQ(py_int(TfJson(2147483648LL)).status().code(), absl::StatusCode::kOutOfRange);
-  EXPECT_EQ(py_int(TfJson(18446744073709551615ULL)).status().code(),
-            absl::StatusCode::kOutOfRange);
+  EXPECT_EQ(py_int(TfJson(18446744073709551615ULL)).status().code(), absl::StatusCode::kOutOfRange);
   EXPECT_EQ(py_int(TfJson(1e10)).status().code(), absl::StatusCode::kOutOfRange);
 }
 

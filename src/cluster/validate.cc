@@ -49,17 +49,16 @@ std::string tasks_phrase(int count) {
 absl::Status at_most_one(const ClusterSpec& spec, std::string_view job) {
   const int count = spec.num_tasks(job);
   if (count <= 1) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat(
-      "There must be at most one '", av(job), "' job. TF_CONFIG.cluster.", av(job), " lists ",
-      tasks_phrase(count), "; keep exactly one address there."));
+  return absl::InvalidArgumentError(
+      absl::StrCat("There must be at most one '", av(job), "' job. TF_CONFIG.cluster.", av(job),
+                   " lists ", tasks_phrase(count), "; keep exactly one address there."));
 }
 
 absl::Status at_least_one(const ClusterSpec& spec, std::string_view job) {
   if (spec.num_tasks(job) >= 1) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat(
       "There must be at least one ", av(job), ". Add a \"", av(job),
-      "\" job with one or more addresses to the cluster spec (TF_CONFIG.cluster.", av(job),
-      ")."));
+      "\" job with one or more addresses to the cluster spec (TF_CONFIG.cluster.", av(job), ")."));
 }
 
 }  // namespace
@@ -77,18 +76,17 @@ absl::Status validate_parameter_server_cluster(const ClusterSpec& spec,
   // 2. Every job must be one ParameterServerStrategy knows.
   for (const std::string& job : spec.jobs()) {
     if (is_allowed_job(job)) continue;
-    return absl::InvalidArgumentError(absl::StrCat(
-        "Disallowed task type found in cluster spec. Allowed types are ",
-        av(kAllowedTaskTypesRepr), " and the cluster spec is ", cluster_spec_repr(spec),
-        ". Rename or remove job ", py_repr_string(job),
-        " (TF_CONFIG.cluster); the known jobs are chief, worker, ps and evaluator."));
+    return absl::InvalidArgumentError(
+        absl::StrCat("Disallowed task type found in cluster spec. Allowed types are ",
+                     av(kAllowedTaskTypesRepr), " and the cluster spec is ",
+                     cluster_spec_repr(spec), ". Rename or remove job ", py_repr_string(job),
+                     " (TF_CONFIG.cluster); the known jobs are chief, worker, ps and evaluator."));
   }
   // 3. This task's own type must be one of them too (or absent).
   if (task_type.has_value() && !is_allowed_job(*task_type)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "Unrecognized task_type: ", *task_type, ", valid task types are: ",
-        av(kAllowedTaskTypesRepr),
-        ". Set TF_CONFIG.task.type to chief, worker, ps or evaluator."));
+        av(kAllowedTaskTypesRepr), ". Set TF_CONFIG.task.type to chief, worker, ps or evaluator."));
   }
   // 4. ...and present in the cluster, except an evaluator, which TF allows to
   //    run outside the training cluster.
@@ -112,12 +110,11 @@ absl::Status validate_parameter_server_cluster(const ClusterSpec& spec,
             ? absl::StrCat("Job ", py_repr_string(*task_type),
                            " has no tasks; add its addresses to TF_CONFIG.cluster.", *task_type,
                            ".")
-            : absl::StrCat("Set TF_CONFIG.task.index to a value from 0 to ", count - 1,
-                           " (job ", py_repr_string(*task_type), " has ", tasks_phrase(count),
-                           ").");
+            : absl::StrCat("Set TF_CONFIG.task.index to a value from 0 to ", count - 1, " (job ",
+                           py_repr_string(*task_type), " has ", tasks_phrase(count), ").");
     if (!task_id.has_value()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "The `task_id` is missing for task_type ", py_repr_string(*task_type), ". ", fix));
+      return absl::InvalidArgumentError(absl::StrCat("The `task_id` is missing for task_type ",
+                                                     py_repr_string(*task_type), ". ", fix));
     }
     if (*task_id < 0) {
       return absl::InvalidArgumentError(

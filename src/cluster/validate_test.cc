@@ -106,8 +106,8 @@ TEST(ValidateParameterServerClusterTest, Step6TaskIdOutOfRange) {
 }
 
 TEST(ValidateParameterServerClusterTest, Step6SparseJobComparesWithTheTaskCountAsTf) {
-  const ClusterSpec spec(std::map<std::string, ClusterSpec::Tasks>{
-      {"ps", {{0, "p:1"}}}, {"worker", {{1, "w1:1"}}}});
+  const ClusterSpec spec(
+      std::map<std::string, ClusterSpec::Tasks>{{"ps", {{0, "p:1"}}}, {"worker", {{1, "w1:1"}}}});
   EXPECT_THAT(error_of(spec, "worker", 1),
               StartsWith("The `task_id` 1 exceeds the maximum id of worker."));
 }
@@ -132,10 +132,10 @@ TEST(ValidateParameterServerClusterTest, Step7AtLeastOnePsThenOneWorker) {
   EXPECT_EQ(error_of(ClusterSpec({{"chief", {"c:1"}}, {"worker", {"w:1"}}}), "chief", 0),
             "There must be at least one ps. Add a \"ps\" job with one or more addresses to "
             "the cluster spec (TF_CONFIG.cluster.ps).");
-  EXPECT_EQ(error_of(ClusterSpec({{"chief", {"c:1"}}, {"ps", {}}, {"worker", {"w:1"}}}),
-                     "chief", 0),
-            "There must be at least one ps. Add a \"ps\" job with one or more addresses to "
-            "the cluster spec (TF_CONFIG.cluster.ps).");
+  EXPECT_EQ(
+      error_of(ClusterSpec({{"chief", {"c:1"}}, {"ps", {}}, {"worker", {"w:1"}}}), "chief", 0),
+      "There must be at least one ps. Add a \"ps\" job with one or more addresses to "
+      "the cluster spec (TF_CONFIG.cluster.ps).");
   EXPECT_EQ(error_of(ClusterSpec({{"chief", {"c:1"}}, {"ps", {"p:1"}}}), "chief", 0),
             "There must be at least one worker. Add a \"worker\" job with one or more "
             "addresses to the cluster spec (TF_CONFIG.cluster.worker).");
@@ -147,8 +147,8 @@ TEST(ValidateParameterServerClusterTest, Step7AtLeastOnePsThenOneWorker) {
 TEST(ValidateParameterServerClusterTest, ChecksRunInTfOrder) {
   // A spec breaking every rule reports them one at a time, in TF's order,
   // as each is fixed.
-  std::map<std::string, ClusterSpec::Tasks> jobs = {
-      {"trainer", {{0, "t:1"}}}, {"chief", {{0, "c0:1"}, {1, "c1:1"}}}};
+  std::map<std::string, ClusterSpec::Tasks> jobs = {{"trainer", {{0, "t:1"}}},
+                                                    {"chief", {{0, "c0:1"}, {1, "c1:1"}}}};
   EXPECT_THAT(error_of(ClusterSpec(jobs), "foobar", 9), StartsWith("Disallowed task type"));
   jobs.erase("trainer");
   EXPECT_THAT(error_of(ClusterSpec(jobs), "foobar", 9), StartsWith("Unrecognized task_type"));

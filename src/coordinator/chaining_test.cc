@@ -61,9 +61,9 @@ TEST_F(ChainingTest, LaterClosureReceivesTheValue) {
                               c->schedule("ch_test_sum", RemoteStructure::tuple({doubled, 10})));
   PSFLOW_ASSERT_OK_AND_ASSIGN(
       RemoteValue sum2,
-      c->schedule("ch_test_sum",
-                  RemoteStructure::dict({{"a", sum}, {"b", RemoteStructure::list({doubled,
-                                                                                   doubled})}})));
+      c->schedule(
+          "ch_test_sum",
+          RemoteStructure::dict({{"a", sum}, {"b", RemoteStructure::list({doubled, doubled})}})));
   EXPECT_EQ(*sum.fetch(), Structure(int64_t{16}));
   EXPECT_EQ(*sum2.fetch(), Structure(int64_t{28}));
   EXPECT_TRUE(c->join().ok());

@@ -21,8 +21,8 @@ absl::Status Closure::input_error() const {
   for_each_remote_value(args_, "args", [&](const std::string& path, const RemoteValue& value) {
     const auto& state = internal::RemoteValueAccess::state(value);
     if (!state->failed()) return true;
-    error = closure_input_error(function_name(), path, state->closure_id(),
-                                state->function_name(), state->result().status());
+    error = closure_input_error(function_name(), path, state->closure_id(), state->function_name(),
+                                state->result().status());
     return false;
   });
   return error;
@@ -33,8 +33,8 @@ Structure Closure::resolve_args(int worker_index) const {
   absl::StatusOr<Structure> args = resolve_remote_values(args_, [](const RemoteValue& value) {
     return internal::RemoteValueAccess::state(value)->result();
   });
-  PSFLOW_CHECK(args.ok(), "closure ", id_, " dispatched with a failed input: ",
-               args.status().ToString());
+  PSFLOW_CHECK(args.ok(), "closure ", id_,
+               " dispatched with a failed input: ", args.status().ToString());
   return *std::move(args);
 }
 
@@ -42,13 +42,11 @@ namespace {
 
 // RemoteStructure -> Structure, each RemoteValue either by value or, when
 // `by_reference`, as None plus a reference at its path.
-Structure resolve_with_refs(
-    const RemoteStructure& s, StructurePath& path,
-    absl::FunctionRef<bool(const internal::RemoteValueState&)> by_reference,
-    std::vector<RunRequest::InputRef>* refs) {
+Structure resolve_with_refs(const RemoteStructure& s, StructurePath& path,
+                            absl::FunctionRef<bool(const internal::RemoteValueState&)> by_reference,
+                            std::vector<RunRequest::InputRef>* refs) {
   switch (s.kind()) {
-    case RemoteStructure::Kind::kValue:
-      return s.value();
+    case RemoteStructure::Kind::kValue: return s.value();
     case RemoteStructure::Kind::kRemoteValue: {
       const auto& state = internal::RemoteValueAccess::state(s.remote_value());
       if (by_reference(*state)) {
@@ -56,8 +54,8 @@ Structure resolve_with_refs(
         return Structure();
       }
       absl::StatusOr<Structure> value = state->result();
-      PSFLOW_CHECK(value.ok(), "closure dispatched with a failed input: ",
-                   value.status().ToString());
+      PSFLOW_CHECK(value.ok(),
+                   "closure dispatched with a failed input: ", value.status().ToString());
       return *std::move(value);
     }
     case RemoteStructure::Kind::kTuple:

@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/functional/function_ref.h"
 #include "coordinator/remote_value_state.h"
 #include "coordinator/worker_connection.h"
 #include "psflow/remote_value.h"

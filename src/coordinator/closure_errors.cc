@@ -1,10 +1,10 @@
 #include "coordinator/closure_errors.h"
 
-#include "absl/types/optional.h"
 #include <string>
 
 #include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
+#include "absl/types/optional.h"
 #include "base/strings.h"
 #include "psflow/remote_value.h"
 
@@ -33,12 +33,12 @@ absl::Status closure_input_error(std::string_view function_name, std::string_vie
                                  const absl::Status& input_error) {
   const absl::optional<absl::Cord> original = input_error.GetPayload(av(kInputErrorPayloadUrl));
   const std::string original_text =
-      original ? std::string(*original)
-               : absl::StrCat(absl::StatusCodeToString(input_error.code()), ": ",
-                              input_error.message());
-  std::string message = absl::StrCat("Input ", av(input_path), " of function '",
-                                     av(function_name), "' failed: closure ", input_closure_id,
-                                     " (function '", av(input_function), "') ");
+      original
+          ? std::string(*original)
+          : absl::StrCat(absl::StatusCodeToString(input_error.code()), ": ", input_error.message());
+  std::string message = absl::StrCat("Input ", av(input_path), " of function '", av(function_name),
+                                     "' failed: closure ", input_closure_id, " (function '",
+                                     av(input_function), "') ");
   if (original) {
     absl::StrAppend(&message, "did not run because one of its own inputs failed; the original ",
                     "error: ", original_text);

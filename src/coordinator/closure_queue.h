@@ -48,45 +48,48 @@ class ClosureQueue : public std::enable_shared_from_this<ClosureQueue> {
   // schedule(): blocks while full, then queues the closure (waiting first
   // if it has inputs). With an error pending, cancels the closure instead
   // and reports the error.
-  [[nodiscard]] absl::Status put(std::shared_ptr<Closure> closure);
+  [[nodiscard]] absl::Status put(std::shared_ptr<Closure> closure)
+      ABSL_LOCKS_EXCLUDED(put_wait_mu_, mu_);
   // join(): blocks until nothing is waiting, queued or in flight, or an
   // error is pending; reports it. Blocks put() calls meanwhile.
-  [[nodiscard]] absl::Status wait();
+  [[nodiscard]] absl::Status wait() ABSL_LOCKS_EXCLUDED(put_wait_mu_, mu_);
   // done(): reports a pending error; else whether nothing is left.
-  [[nodiscard]] absl::StatusOr<bool> done();
+  [[nodiscard]] absl::StatusOr<bool> done() ABSL_LOCKS_EXCLUDED(mu_);
 
   // Dispatchers. get() blocks for the next closure (now in flight); null
   // once stopped.
-  [[nodiscard]] std::shared_ptr<Closure> get();
+  [[nodiscard]] std::shared_ptr<Closure> get() ABSL_LOCKS_EXCLUDED(mu_);
   // The closure in flight succeeded; `result` becomes its value.
-  void mark_finished(const std::shared_ptr<Closure>& closure, Structure result);
+  void mark_finished(const std::shared_ptr<Closure>& closure, Structure result)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // The closure in flight failed with an application error.
-  void mark_failed(const std::shared_ptr<Closure>& closure, absl::Status error);
+  void mark_failed(const std::shared_ptr<Closure>& closure, absl::Status error)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // The closure in flight did not complete because its worker failed: it
   // goes back to the tail of the queue for any worker, or is cancelled when
   // an error is pending. May exceed the size bound (by at most one closure
   // per worker), so that a dispatcher never blocks on it.
-  void put_back(std::shared_ptr<Closure> closure);
+  void put_back(std::shared_ptr<Closure> closure) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Fails everything waiting or queued with `error` (not CANCELLED: the
   // queue itself gave up on them, e.g. no worker is left) and records
   // `error` as a closure failure would, so that join/schedule/done report
   // it once. Returns how many closures it failed.
-  int64_t abort_queued(const absl::Status& error);
+  int64_t abort_queued(const absl::Status& error) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Cancels everything waiting or queued (CANCELLED, "coordinator
   // destroyed"), and makes get() return null and put() fail. Closures in
   // flight finish as usual (put_back cancels them).
-  void stop();
+  void stop() ABSL_LOCKS_EXCLUDED(mu_);
   // Blocks until nothing is in flight (after stop(): until no thread works
   // on a closure of this queue any more).
-  void await_no_in_flight();
+  void await_no_in_flight() ABSL_LOCKS_EXCLUDED(mu_);
 
   // Closures queued (waiting included) and in flight, for tests and logs.
-  [[nodiscard]] int64_t num_queued() const;
-  [[nodiscard]] int64_t num_in_flight() const;
+  [[nodiscard]] int64_t num_queued() const ABSL_LOCKS_EXCLUDED(mu_);
+  [[nodiscard]] int64_t num_in_flight() const ABSL_LOCKS_EXCLUDED(mu_);
   // When a closure last finished or failed (construction time before that).
-  [[nodiscard]] absl::Time last_finish() const;
+  [[nodiscard]] absl::Time last_finish() const ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   // Called once every input of `closure` is READY.

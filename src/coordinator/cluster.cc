@@ -4,12 +4,11 @@
 #include <utility>
 
 #include "absl/random/random.h"
-
 #include "absl/strings/str_cat.h"
-#include "psflow/status_macros.h"
 #include "base/strings.h"
 #include "coordinator/closure.h"
 #include "coordinator/remote_structure_walk.h"
+#include "psflow/status_macros.h"
 
 namespace psflow {
 
@@ -21,12 +20,10 @@ Cluster::Cluster(std::vector<std::unique_ptr<WorkerConnection>> workers,
                                             [this] { cancel_running(); })) {
   dispatchers_.reserve(workers.size());
   for (size_t i = 0; i < workers.size(); ++i) {
-    dispatchers_.push_back(
-        std::make_unique<WorkerDispatcher>(static_cast<int>(i), std::move(workers[i]), queue_,
-                                           options.max_in_flight_per_worker,
-                                           options.max_worker_failures_per_closure,
-                                           options.exactly_once ? session_ : 0,
-                                           options.same_worker_chaining ? session_ : 0));
+    dispatchers_.push_back(std::make_unique<WorkerDispatcher>(
+        static_cast<int>(i), std::move(workers[i]), queue_, options.max_in_flight_per_worker,
+        options.max_worker_failures_per_closure, options.exactly_once ? session_ : 0,
+        options.same_worker_chaining ? session_ : 0));
   }
   for (auto& dispatcher : dispatchers_) dispatcher->start();
   CoordinatorWatchdog::Options watchdog;

@@ -3,12 +3,13 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "psflow/status_macros.h"
 #include "coordinator/cluster.h"
+#include "coordinator/cluster_coordinator_internal.h"
 #include "coordinator/grpc_worker_connection.h"
 #include "coordinator/in_process_worker.h"
-#include "psflow/strategy.h"
 #include "coordinator/remote_structure_walk.h"
+#include "psflow/status_macros.h"
+#include "psflow/strategy.h"
 
 namespace psflow {
 
@@ -26,7 +27,7 @@ absl::StatusOr<std::unique_ptr<ClusterCoordinator>> ClusterCoordinator::create_i
     workers.push_back(
         std::make_unique<InProcessWorker>(i, registry, num_workers, options.variables));
   }
-  return create(std::move(workers), options);
+  return internal::create_coordinator(std::move(workers), options);
 }
 
 absl::StatusOr<std::unique_ptr<ClusterCoordinator>> ClusterCoordinator::create(
@@ -42,22 +43,26 @@ absl::StatusOr<std::unique_ptr<ClusterCoordinator>> ClusterCoordinator::create(
     PSFLOW_ASSIGN_OR_RETURN(std::string address, spec.task_address(kWorkerJob, index));
     workers.push_back(make_grpc_worker_connection(address, index, options.worker_timeout));
   }
-  return create(std::move(workers), std::move(options));
+  return internal::create_coordinator(std::move(workers), std::move(options));
 }
 
-absl::StatusOr<std::unique_ptr<ClusterCoordinator>> ClusterCoordinator::create(
+absl::StatusOr<std::unique_ptr<ClusterCoordinator>> internal::CoordinatorAccess::create(
     std::vector<std::unique_ptr<WorkerConnection>> workers, ClusterCoordinatorOptions options) {
   if (workers.empty()) {
     return absl::InvalidArgumentError("A ClusterCoordinator needs at least one worker.");
   }
   for (size_t i = 0; i < workers.size(); ++i) {
     if (workers[i] == nullptr) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("Worker connection ", i, " is null."));
+      return absl::InvalidArgumentError(absl::StrCat("Worker connection ", i, " is null."));
     }
   }
   return std::unique_ptr<ClusterCoordinator>(
       new ClusterCoordinator(std::make_unique<Cluster>(std::move(workers), options)));
+}
+
+absl::StatusOr<std::unique_ptr<ClusterCoordinator>> internal::create_coordinator(
+    std::vector<std::unique_ptr<WorkerConnection>> workers, ClusterCoordinatorOptions options) {
+  return CoordinatorAccess::create(std::move(workers), std::move(options));
 }
 
 ClusterCoordinator::ClusterCoordinator(std::unique_ptr<Cluster> cluster)

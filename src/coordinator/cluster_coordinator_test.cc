@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/synchronization/notification.h"
+#include "coordinator/cluster_coordinator_internal.h"
 #include "coordinator/coordinator_test_util.h"
 #include "coordinator/worker_connection.h"
 #include "gmock/gmock.h"
@@ -135,8 +136,7 @@ TEST_F(ClusterCoordinatorTest, FetchesNestedStructuresOfRemoteValues) {
   PSFLOW_ASSERT_OK_AND_ASSIGN(RemoteValue none, coordinator->schedule("cc_test_returns_none"));
 
   const absl::StatusOr<Structure> fetched = coordinator->fetch(RemoteStructure::dict(
-      {{"a", a},
-       {"rest", RemoteStructure::tuple({b, 7, Structure::list({"plain"}), none})}}));
+      {{"a", a}, {"rest", RemoteStructure::tuple({b, 7, Structure::list({"plain"}), none})}}));
   ASSERT_TRUE(fetched.ok()) << fetched.status();
   const Structure expected = Structure::dict(
       {{"a", Structure::dict({{"loss", 3.0},
@@ -304,7 +304,7 @@ TEST_F(ClusterCoordinatorTest, DestroyingCancelsQueuedClosuresAndFinishesRunning
 TEST(ClusterCoordinatorCreateTest, RejectsNoWorkers) {
   EXPECT_EQ(ClusterCoordinator::create_in_process(0).status().code(),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(ClusterCoordinator::create(std::vector<std::unique_ptr<WorkerConnection>>{})
+  EXPECT_EQ(internal::create_coordinator(std::vector<std::unique_ptr<WorkerConnection>>{})
                 .status()
                 .code(),
             absl::StatusCode::kInvalidArgument);

@@ -25,27 +25,28 @@ inline constexpr absl::Duration kNegativeCheck = absl::Milliseconds(50);
 class Gate {
  public:
   // Function side: counts the arrival, then waits until open.
-  void pass() {
+  void pass() ABSL_LOCKS_EXCLUDED(mu_) {
     absl::MutexLock lock(&mu_);
     ++arrived_;
     mu_.Await(absl::Condition(&open_));
   }
-  void open() {
+  void open() ABSL_LOCKS_EXCLUDED(mu_) {
     absl::MutexLock lock(&mu_);
     open_ = true;
   }
-  void reset() {
+  void reset() ABSL_LOCKS_EXCLUDED(mu_) {
     absl::MutexLock lock(&mu_);
     open_ = false;
     arrived_ = 0;
   }
   // Test side: whether `n` callers arrived within `timeout`.
-  [[nodiscard]] bool await_arrivals(int n, absl::Duration timeout = kTestTimeout) {
+  [[nodiscard]] bool await_arrivals(int n, absl::Duration timeout = kTestTimeout)
+      ABSL_LOCKS_EXCLUDED(mu_) {
     absl::MutexLock lock(&mu_);
     const auto reached = [this, n]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return arrived_ >= n; };
     return mu_.AwaitWithTimeout(absl::Condition(&reached), timeout);
   }
-  [[nodiscard]] int arrived() {
+  [[nodiscard]] int arrived() ABSL_LOCKS_EXCLUDED(mu_) {
     absl::MutexLock lock(&mu_);
     return arrived_;
   }

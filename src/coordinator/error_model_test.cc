@@ -39,9 +39,7 @@ PSFLOW_FUNCTION(em_test_gated_fail, ctx, args) {
   return absl::InvalidArgumentError("step failed: loss is NaN");
 }
 
-PSFLOW_FUNCTION(em_test_fail, ctx, args) {
-  return absl::InvalidArgumentError("first failure");
-}
+PSFLOW_FUNCTION(em_test_fail, ctx, args) { return absl::InvalidArgumentError("first failure"); }
 
 PSFLOW_FUNCTION(em_test_long_then_fail, ctx, args) {
   g_long_gate.pass();
@@ -212,8 +210,8 @@ TEST_P(ErrorModelTest, ConcurrentSchedulersSeeEachErrorExactlyOnce) {
   }
   EXPECT_EQ(failed, 1);
   EXPECT_EQ(ran, g_steps.load());
-  EXPECT_EQ(ran + cancelled + failed, static_cast<int>(accepted[0].size() + accepted[1].size() +
-                                                       accepted[2].size()));
+  EXPECT_EQ(ran + cancelled + failed,
+            static_cast<int>(accepted[0].size() + accepted[1].size() + accepted[2].size()));
 }
 
 INSTANTIATE_TEST_SUITE_P(QueueBounds, ErrorModelTest, ::testing::Values(0, 2),

@@ -6,7 +6,7 @@
 #include <variant>
 
 #include "absl/strings/str_cat.h"
-#include "coordinator/remote_executor_internal.h"
+#include "executor/remote_executor_internal.h"
 #include "psflow/cluster_spec.h"
 #include "psflow/remote_executor.h"
 #include "psflow/v1/task.pb.h"
@@ -41,9 +41,7 @@ class GrpcWorkerConnection final : public WorkerConnection {
   int max_in_flight() const override { return kMaxInFlight; }
   bool supports_result_refs() const override { return true; }
 
-  absl::Status probe(absl::Time deadline) override {
-    return internal::probe(*executor_, deadline);
-  }
+  absl::Status probe(absl::Time deadline) override { return internal::probe(*executor_, deadline); }
   std::string task_name() const override { return task_name_; }
 
   void run_async(RunRequest request, Done done) override {
@@ -69,8 +67,8 @@ class GrpcWorkerConnection final : public WorkerConnection {
     }
     internal::run_function_async(
         *executor_, std::move(proto),
-        [this, closure_id, done = std::move(done)](
-            const absl::Status& transport, v1::RunFunctionResponse& response) mutable {
+        [this, closure_id, done = std::move(done)](const absl::Status& transport,
+                                                   v1::RunFunctionResponse& response) mutable {
           std::move(done)(result_of(closure_id, transport, response));
         });
   }

@@ -5,8 +5,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/logging.h"
-#include "coordinator/function_runner.h"
-#include "ps/update_key.h"
+#include "ps/request/update_key.h"
+#include "worker/function_runner.h"
 
 namespace psflow {
 
@@ -57,11 +57,13 @@ void InProcessWorker::loop() {
       call.swap(next_);
     }
     std::optional<ScopedUpdateContext> updates;
-    if (call->request.session != 0) updates.emplace(call->request.session, call->request.closure_id);
-    WorkerContext ctx(worker_index_, call->request.closure_id, resources_, cancelled_,
-                      num_workers_, variables_ != nullptr ? &variables_ : nullptr);
-    RunResult result{absl::OkStatus(), run_registered_function(registry_, call->request.function_name,
-                                                               ctx, call->request.args)};
+    if (call->request.session != 0)
+      updates.emplace(call->request.session, call->request.closure_id);
+    WorkerContext ctx(worker_index_, call->request.closure_id, resources_, cancelled_, num_workers_,
+                      variables_ != nullptr ? &variables_ : nullptr);
+    RunResult result{
+        absl::OkStatus(),
+        run_registered_function(registry_, call->request.function_name, ctx, call->request.args)};
     {
       // Before `done`: the caller may start the next run from inside it.
       absl::MutexLock lock(&mu_);

@@ -33,9 +33,9 @@ class InProcessWorker final : public WorkerConnection {
   InProcessWorker& operator=(const InProcessWorker&) = delete;
 
   [[nodiscard]] std::string task_name() const override;
-  void run_async(RunRequest request, Done done) override;
+  void run_async(RunRequest request, Done done) override ABSL_LOCKS_EXCLUDED(mu_);
   // Makes WorkerContext::is_cancelled() true for that run.
-  void cancel(uint64_t closure_id) override;
+  void cancel(uint64_t closure_id) override ABSL_LOCKS_EXCLUDED(mu_);
 
   [[nodiscard]] WorkerResources& resources() { return resources_; }
 

@@ -11,12 +11,13 @@
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
-#include "psflow/status_macros.h"
+#include "coordinator/cluster_coordinator_internal.h"
 #include "coordinator/coordinator_test_util.h"
 #include "coordinator/in_process_worker.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "psflow/cluster_coordinator.h"
+#include "psflow/status_macros.h"
 #include "psflow/worker_context.h"
 
 namespace psflow {
@@ -55,8 +56,8 @@ PSFLOW_RESOURCE_FUNCTION(pwr_test_empty, ctx, args) { return WorkerResource(); }
 PSFLOW_FUNCTION(pwr_test_use, ctx, args) {
   PSFLOW_ASSIGN_OR_RETURN(std::shared_ptr<Counter> c, ctx.resource<Counter>(args));
   ++c->uses;
-  return Structure::tuple({static_cast<int64_t>(ctx.worker_index()), c->built_on,
-                           c->start + c->uses});
+  return Structure::tuple(
+      {static_cast<int64_t>(ctx.worker_index()), c->built_on, c->start + c->uses});
 }
 
 // Asks for the resource as the wrong type.
@@ -138,8 +139,10 @@ TEST_F(PerWorkerResourceTest, EachWorkerBuildsItsOwnCopyOnce) {
 TEST_F(PerWorkerResourceTest, EveryCreateMakesANewResource) {
   auto c = make_coordinator(1);
   ASSERT_NE(c, nullptr);
-  PSFLOW_ASSERT_OK_AND_ASSIGN(PerWorkerResource a, c->create_per_worker_resource("pwr_test_counter", 0));
-  PSFLOW_ASSERT_OK_AND_ASSIGN(PerWorkerResource b, c->create_per_worker_resource("pwr_test_counter", 50));
+  PSFLOW_ASSERT_OK_AND_ASSIGN(PerWorkerResource a,
+                              c->create_per_worker_resource("pwr_test_counter", 0));
+  PSFLOW_ASSERT_OK_AND_ASSIGN(PerWorkerResource b,
+                              c->create_per_worker_resource("pwr_test_counter", 50));
   PSFLOW_ASSERT_OK_AND_ASSIGN(RemoteValue a1, c->schedule("pwr_test_use", a));
   PSFLOW_ASSERT_OK_AND_ASSIGN(RemoteValue b1, c->schedule("pwr_test_use", b));
   PSFLOW_ASSERT_OK_AND_ASSIGN(RemoteValue a2, c->schedule("pwr_test_use", a));
@@ -161,8 +164,9 @@ TEST_F(PerWorkerResourceTest, AWorkerThatLostItsResourcesRebuildsThem) {
   std::vector<std::unique_ptr<WorkerConnection>> workers;
   workers.push_back(std::move(worker));
   PSFLOW_ASSERT_OK_AND_ASSIGN(std::unique_ptr<ClusterCoordinator> c,
-                              ClusterCoordinator::create(std::move(workers)));
-  PSFLOW_ASSERT_OK_AND_ASSIGN(PerWorkerResource r, c->create_per_worker_resource("pwr_test_counter"));
+                              internal::create_coordinator(std::move(workers)));
+  PSFLOW_ASSERT_OK_AND_ASSIGN(PerWorkerResource r,
+                              c->create_per_worker_resource("pwr_test_counter"));
   PSFLOW_ASSERT_OK_AND_ASSIGN(RemoteValue first, c->schedule("pwr_test_use", r));
   PSFLOW_ASSERT_OK_AND_ASSIGN(RemoteValue second, c->schedule("pwr_test_use", r));
   ASSERT_TRUE(c->join().ok());
@@ -178,7 +182,8 @@ TEST_F(PerWorkerResourceTest, AFailedBuildIsTriedAgainByTheNextUse) {
   auto c = make_coordinator(1);
   ASSERT_NE(c, nullptr);
   g_failures_left = 1;
-  PSFLOW_ASSERT_OK_AND_ASSIGN(PerWorkerResource r, c->create_per_worker_resource("pwr_test_counter"));
+  PSFLOW_ASSERT_OK_AND_ASSIGN(PerWorkerResource r,
+                              c->create_per_worker_resource("pwr_test_counter"));
   PSFLOW_ASSERT_OK_AND_ASSIGN(RemoteValue failed, c->schedule("pwr_test_use", r));
   const absl::Status joined = c->join();
   EXPECT_EQ(joined.code(), absl::StatusCode::kUnavailable);
@@ -201,11 +206,13 @@ TEST_F(PerWorkerResourceTest, ErrorsNameTheResourceAndTheFix) {
   EXPECT_THAT(unknown.status().message(), HasSubstr("Did you mean 'pwr_test_counter'?"));
   EXPECT_THAT(unknown.status().message(), HasSubstr("PSFLOW_RESOURCE_FUNCTION"));
 
-  PSFLOW_ASSERT_OK_AND_ASSIGN(PerWorkerResource r, c->create_per_worker_resource("pwr_test_counter"));
+  PSFLOW_ASSERT_OK_AND_ASSIGN(PerWorkerResource r,
+                              c->create_per_worker_resource("pwr_test_counter"));
   PSFLOW_ASSERT_OK_AND_ASSIGN(RemoteValue wrong, c->schedule("pwr_test_wrong_type", r));
   const absl::Status wrong_type = c->join();
   EXPECT_EQ(wrong_type.code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_THAT(wrong_type.message(), HasSubstr("Per-worker resource 'pwr_test_counter' on worker 0"));
+  EXPECT_THAT(wrong_type.message(),
+              HasSubstr("Per-worker resource 'pwr_test_counter' on worker 0"));
   EXPECT_EQ(wrong.fetch().status(), wrong_type);
   // Untyped access gives the object back.
   PSFLOW_ASSERT_OK_AND_ASSIGN(RemoteValue untyped, c->schedule("pwr_test_untyped", r));
@@ -217,7 +224,8 @@ TEST_F(PerWorkerResourceTest, ErrorsNameTheResourceAndTheFix) {
   EXPECT_EQ(bad_handle.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(bad_handle.message(), HasSubstr("Expected a per-worker resource"));
 
-  PSFLOW_ASSERT_OK_AND_ASSIGN(PerWorkerResource empty, c->create_per_worker_resource("pwr_test_empty"));
+  PSFLOW_ASSERT_OK_AND_ASSIGN(PerWorkerResource empty,
+                              c->create_per_worker_resource("pwr_test_empty"));
   PSFLOW_ASSERT_OK_AND_ASSIGN(RemoteValue e, c->schedule("pwr_test_untyped", empty));
   const absl::Status empty_error = c->join();
   EXPECT_EQ(empty_error.code(), absl::StatusCode::kInternal);

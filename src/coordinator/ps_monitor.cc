@@ -46,8 +46,8 @@ absl::StatusOr<std::vector<std::string>> PsMonitor::restarted_since(const absl::
 }
 
 absl::StatusOr<std::vector<uint64_t>> PsMonitor::await_incarnations(const absl::Status& error,
-                                                                   absl::Time deadline,
-                                                                   std::FILE* out) const {
+                                                                    absl::Time deadline,
+                                                                    std::FILE* out) const {
   std::vector<uint64_t> seen(tasks_.size(), 0);
   std::vector<std::string> down;
   bool announced = false;
@@ -68,10 +68,10 @@ absl::StatusOr<std::vector<uint64_t>> PsMonitor::await_incarnations(const absl::
     }
     if (down.empty()) break;
     if (absl::Now() + kPollInterval >= deadline) {
-      return absl::DeadlineExceededError(absl::StrCat(
-          "parameter server task(s) ", absl::StrJoin(down, ", "),
-          " did not come back within the recovery timeout",
-          error.ok() ? "" : absl::StrCat(" after: ", error.ToString())));
+      return absl::DeadlineExceededError(
+          absl::StrCat("parameter server task(s) ", absl::StrJoin(down, ", "),
+                       " did not come back within the recovery timeout",
+                       error.ok() ? "" : absl::StrCat(" after: ", error.ToString())));
     }
     if (!announced && out != nullptr) {
       std::fprintf(out, "waiting for %s to come back (%s)\n", absl::StrJoin(down, ", ").c_str(),

@@ -32,8 +32,9 @@ class PsMonitor {
   // incarnations. Empty when every ps task is the one seen before: the
   // error was not a ps fault. DEADLINE_EXCEEDED naming the tasks still
   // down and quoting `error` when `deadline` passes first.
-  [[nodiscard]] absl::StatusOr<std::vector<std::string>> restarted_since(
-      const absl::Status& error, absl::Time deadline, std::FILE* out);
+  [[nodiscard]] absl::StatusOr<std::vector<std::string>> restarted_since(const absl::Status& error,
+                                                                         absl::Time deadline,
+                                                                         std::FILE* out);
 
   [[nodiscard]] int num_tasks() const { return static_cast<int>(tasks_.size()); }
 
@@ -46,8 +47,9 @@ class PsMonitor {
   explicit PsMonitor(std::vector<Task> tasks) : tasks_(std::move(tasks)) {}
   // Every task's incarnation, once all of them answer GetStatus (see
   // restarted_since for `error`, `deadline` and `out`).
-  [[nodiscard]] absl::StatusOr<std::vector<uint64_t>> await_incarnations(
-      const absl::Status& error, absl::Time deadline, std::FILE* out) const;
+  [[nodiscard]] absl::StatusOr<std::vector<uint64_t>> await_incarnations(const absl::Status& error,
+                                                                         absl::Time deadline,
+                                                                         std::FILE* out) const;
   std::vector<Task> tasks_;
 };
 

@@ -9,8 +9,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
-#include "psflow/status_macros.h"
 #include "coordinator/ps_monitor.h"
+#include "psflow/status_macros.h"
 
 namespace psflow {
 
@@ -77,15 +77,15 @@ absl::StatusOr<PsRecovery::Restored> PsRecovery::recover(const absl::Status& err
   if (s.unrestored.empty()) return error;
   const std::string tasks = absl::StrJoin(s.unrestored, ", ");
   if (s.recoveries >= s.options.max_recoveries) {
-    return absl::UnavailableError(absl::StrCat(
-        "parameter server(s) ", tasks, " restarted; the ", s.options.max_recoveries,
-        " recoveries allowed are used up (last error: ", error.ToString(), ")"));
+    return absl::UnavailableError(
+        absl::StrCat("parameter server(s) ", tasks, " restarted; the ", s.options.max_recoveries,
+                     " recoveries allowed are used up (last error: ", error.ToString(), ")"));
   }
   std::optional<std::string> latest = s.checkpoints.latest_checkpoint();
   if (!latest.has_value()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "parameter server(s) ", tasks, " restarted but ", s.checkpoints.directory(),
-        " holds no checkpoint to restore (was it emptied?)"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("parameter server(s) ", tasks, " restarted but ", s.checkpoints.directory(),
+                     " holds no checkpoint to restore (was it emptied?)"));
   }
   // Read before restoring, so that an unreadable index changes nothing.
   Restored restored;
@@ -100,14 +100,13 @@ absl::StatusOr<PsRecovery::Restored> PsRecovery::recover(const absl::Status& err
   restored.restarted = std::exchange(s.unrestored, {});
   restored.checkpoint = *latest;
   if (s.options.out != nullptr) {
-    std::fprintf(s.options.out,
-                 "ps recovery %d: %s restarted (%s); restored all %d ps tasks from %s%s\n",
-                 s.recoveries, tasks.c_str(),
-                 std::string(absl::StatusCodeToString(error.code())).c_str(),
-                 s.monitor.num_tasks(), latest->c_str(),
-                 restored.iterations.has_value()
-                     ? absl::StrCat(" (", *restored.iterations, " steps)").c_str()
-                     : "");
+    std::fprintf(
+        s.options.out, "ps recovery %d: %s restarted (%s); restored all %d ps tasks from %s%s\n",
+        s.recoveries, tasks.c_str(), std::string(absl::StatusCodeToString(error.code())).c_str(),
+        s.monitor.num_tasks(), latest->c_str(),
+        restored.iterations.has_value()
+            ? absl::StrCat(" (", *restored.iterations, " steps)").c_str()
+            : "");
     std::fflush(s.options.out);
   }
   return restored;

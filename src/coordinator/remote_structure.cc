@@ -69,10 +69,8 @@ std::vector<RemoteValue> RemoteStructure::remote_values() const {
 
 std::string RemoteStructure::debug_string() const {
   switch (kind()) {
-    case Kind::kValue:
-      return value().debug_string();
-    case Kind::kRemoteValue:
-      return remote_value().debug_string();
+    case Kind::kValue: return value().debug_string();
+    case Kind::kRemoteValue: return remote_value().debug_string();
     case Kind::kTuple:
     case Kind::kList: {
       const bool is_tuple = kind() == Kind::kTuple;

@@ -14,10 +14,8 @@ bool walk(const RemoteStructure& s, std::string* path,
           absl::FunctionRef<bool(const std::string&, const RemoteValue&)> visit) {
   const size_t length = path->size();
   switch (s.kind()) {
-    case RemoteStructure::Kind::kValue:
-      return true;
-    case RemoteStructure::Kind::kRemoteValue:
-      return visit(*path, s.remote_value());
+    case RemoteStructure::Kind::kValue: return true;
+    case RemoteStructure::Kind::kRemoteValue: return visit(*path, s.remote_value());
     case RemoteStructure::Kind::kTuple:
     case RemoteStructure::Kind::kList:
       for (size_t i = 0; i < s.items().size(); ++i) {
@@ -54,10 +52,8 @@ absl::StatusOr<Structure> resolve_remote_values(
     const RemoteStructure& s,
     absl::FunctionRef<absl::StatusOr<Structure>(const RemoteValue& value)> resolve) {
   switch (s.kind()) {
-    case RemoteStructure::Kind::kValue:
-      return s.value();
-    case RemoteStructure::Kind::kRemoteValue:
-      return resolve(s.remote_value());
+    case RemoteStructure::Kind::kValue: return s.value();
+    case RemoteStructure::Kind::kRemoteValue: return resolve(s.remote_value());
     case RemoteStructure::Kind::kTuple:
     case RemoteStructure::Kind::kList: {
       Structure::Items items;

@@ -41,9 +41,7 @@ void RemoteValue::wait() const {
   if (state_) state_->wait();
 }
 
-bool RemoteValue::wait(absl::Duration timeout) const {
-  return !state_ || state_->wait(timeout);
-}
+bool RemoteValue::wait(absl::Duration timeout) const { return !state_ || state_->wait(timeout); }
 
 RemoteValueStatus RemoteValue::status() const {
   // An empty handle has nothing to wait for; fetch() explains.
@@ -59,8 +57,8 @@ std::string RemoteValue::function_name() const {
 std::string RemoteValue::debug_string() const {
   if (!state_) return "<empty RemoteValue>";
   return absl::StrCat("<RemoteValue of closure ", state_->closure_id(), " '",
-                      state_->function_name(), "': ",
-                      av(remote_value_status_name(state_->status())), ">");
+                      state_->function_name(),
+                      "': ", av(remote_value_status_name(state_->status())), ">");
 }
 
 }  // namespace psflow

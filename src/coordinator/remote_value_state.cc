@@ -49,8 +49,7 @@ absl::StatusOr<Structure> RemoteValueState::fetch() const {
 
 absl::StatusOr<Structure> RemoteValueState::result() const {
   absl::MutexLock lock(&mu_);
-  PSFLOW_CHECK(status_ == RemoteValueStatus::kReady, "closure ", closure_id_,
-               " has no result yet");
+  PSFLOW_CHECK(status_ == RemoteValueStatus::kReady, "closure ", closure_id_, " has no result yet");
   return result_;
 }
 

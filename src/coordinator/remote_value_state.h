@@ -33,20 +33,20 @@ class RemoteValueState {
 
   // NOT_READY or ABORTED -> READY, then runs the on_ready callbacks on this
   // thread (without holding the lock).
-  void set_result(absl::StatusOr<Structure> result);
+  void set_result(absl::StatusOr<Structure> result) ABSL_LOCKS_EXCLUDED(mu_);
   // NOT_READY or READY -> ABORTED: the value is lost with its worker and
   // will be rebuilt (per-worker resources).
-  void set_aborted();
+  void set_aborted() ABSL_LOCKS_EXCLUDED(mu_);
 
-  [[nodiscard]] RemoteValueStatus status() const;
-  void wait() const;
-  [[nodiscard]] bool wait(absl::Duration timeout) const;
+  [[nodiscard]] RemoteValueStatus status() const ABSL_LOCKS_EXCLUDED(mu_);
+  void wait() const ABSL_LOCKS_EXCLUDED(mu_);
+  [[nodiscard]] bool wait(absl::Duration timeout) const ABSL_LOCKS_EXCLUDED(mu_);
   // Waits, then the value, the error, or CANCELLED when ABORTED.
-  [[nodiscard]] absl::StatusOr<Structure> fetch() const;
+  [[nodiscard]] absl::StatusOr<Structure> fetch() const ABSL_LOCKS_EXCLUDED(mu_);
   // The value or error; requires READY (a programming error otherwise).
-  [[nodiscard]] absl::StatusOr<Structure> result() const;
+  [[nodiscard]] absl::StatusOr<Structure> result() const ABSL_LOCKS_EXCLUDED(mu_);
   // Whether READY with an error; false otherwise.
-  [[nodiscard]] bool failed() const;
+  [[nodiscard]] bool failed() const ABSL_LOCKS_EXCLUDED(mu_);
 
   // Which worker process also keeps the value (its result cache, for
   // same-worker chaining): set by the dispatcher before set_result, when
@@ -56,11 +56,11 @@ class RemoteValueState {
     int worker_index = -1;
     uint64_t incarnation = 0;
   };
-  void set_holder(Holder holder) {
+  void set_holder(Holder holder) ABSL_LOCKS_EXCLUDED(mu_) {
     absl::MutexLock lock(&mu_);
     holder_ = holder;
   }
-  [[nodiscard]] std::optional<Holder> holder() const {
+  [[nodiscard]] std::optional<Holder> holder() const ABSL_LOCKS_EXCLUDED(mu_) {
     absl::MutexLock lock(&mu_);
     return holder_;
   }
@@ -68,7 +68,7 @@ class RemoteValueState {
   // Runs `callback` once READY: at once, on this thread, when it already
   // is; otherwise on the thread that sets the result. Callbacks must not
   // block; they are what lets a dependent closure move on.
-  void on_ready(Callback callback);
+  void on_ready(Callback callback) ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   bool available() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {

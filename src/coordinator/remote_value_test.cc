@@ -132,8 +132,8 @@ TEST(RemoteStructureTest, ResolveReplacesRemoteValues) {
 }
 
 TEST(ClosureErrorsTest, InputErrorsKeepTheCodeAndFlattenChains) {
-  const absl::Status direct = closure_input_error("consume", "args[0]", 3, "produce",
-                                                  absl::NotFoundError("no file"));
+  const absl::Status direct =
+      closure_input_error("consume", "args[0]", 3, "produce", absl::NotFoundError("no file"));
   EXPECT_EQ(direct.code(), absl::StatusCode::kNotFound);
   EXPECT_TRUE(is_closure_input_error(direct));
   EXPECT_EQ(direct.message(),

@@ -10,14 +10,15 @@
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
-#include "psflow/status_macros.h"
+#include "coordinator/cluster_coordinator_internal.h"
 #include "coordinator/coordinator_test_util.h"
-#include "coordinator/function_runner.h"
-#include "coordinator/result_cache.h"
 #include "coordinator/worker_connection.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "psflow/cluster_coordinator.h"
+#include "psflow/status_macros.h"
+#include "worker/function_runner.h"
+#include "worker/result_cache.h"
 
 namespace psflow {
 namespace {
@@ -35,7 +36,7 @@ TEST(ResultCacheTest, KeepsWithinEntryAndByteBoundsLeastRecentlyUsedFirst) {
   EXPECT_TRUE(cache.put(1, 1, Structure(1), 10));
   EXPECT_TRUE(cache.put(1, 2, Structure(2), 10));
   EXPECT_TRUE(cache.put(1, 3, Structure(3), 10));
-  EXPECT_EQ(cache.get(1, 1), Structure(1));  // 1 is now the most recent.
+  EXPECT_EQ(cache.get(1, 1), Structure(1));        // 1 is now the most recent.
   EXPECT_TRUE(cache.put(1, 4, Structure(4), 10));  // Evicts 2.
   EXPECT_EQ(cache.get(1, 2), std::nullopt);
   EXPECT_EQ(cache.get(1, 1), Structure(1));
@@ -161,7 +162,7 @@ class SameWorkerChainingTest : public ::testing::Test {
     workers.push_back(std::move(worker));
     ClusterCoordinatorOptions options;
     options.same_worker_chaining = chaining_;
-    auto c = ClusterCoordinator::create(std::move(workers), options);
+    auto c = internal::create_coordinator(std::move(workers), options);
     ASSERT_TRUE(c.ok()) << c.status();
     coordinator_ = *std::move(c);
   }
@@ -181,11 +182,12 @@ class SameWorkerChainingTest : public ::testing::Test {
 };
 
 TEST_F(SameWorkerChainingTest, InputOfTheSameWorkerTravelsAsAReference) {
-  PSFLOW_ASSERT_OK_AND_ASSIGN(RemoteValue a, coordinator_->schedule("swc_test_add", Structure::tuple({1, 2})));
+  PSFLOW_ASSERT_OK_AND_ASSIGN(RemoteValue a,
+                              coordinator_->schedule("swc_test_add", Structure::tuple({1, 2})));
   PSFLOW_ASSERT_OK_AND_ASSIGN(
-      RemoteValue b, coordinator_->schedule("swc_test_add",
-                                            RemoteStructure::tuple({10, RemoteStructure::dict(
-                                                                            {{"x", a}})})));
+      RemoteValue b,
+      coordinator_->schedule("swc_test_add",
+                             RemoteStructure::tuple({10, RemoteStructure::dict({{"x", a}})})));
   ASSERT_TRUE(coordinator_->join().ok());
   EXPECT_EQ(*b.fetch(), Structure(int64_t{13}));
   const auto sent = requests_of(b.closure_id());
@@ -198,11 +200,12 @@ TEST_F(SameWorkerChainingTest, InputOfTheSameWorkerTravelsAsAReference) {
 }
 
 TEST_F(SameWorkerChainingTest, AnEvictedInputIsResentAsAValue) {
-  PSFLOW_ASSERT_OK_AND_ASSIGN(RemoteValue a, coordinator_->schedule("swc_test_add", Structure::tuple({1, 2})));
+  PSFLOW_ASSERT_OK_AND_ASSIGN(RemoteValue a,
+                              coordinator_->schedule("swc_test_add", Structure::tuple({1, 2})));
   ASSERT_TRUE(coordinator_->join().ok());
   worker_->evict();
-  PSFLOW_ASSERT_OK_AND_ASSIGN(RemoteValue b,
-                              coordinator_->schedule("swc_test_add", RemoteStructure::tuple({a, 4})));
+  PSFLOW_ASSERT_OK_AND_ASSIGN(
+      RemoteValue b, coordinator_->schedule("swc_test_add", RemoteStructure::tuple({a, 4})));
   ASSERT_TRUE(coordinator_->join().ok());  // The miss never reaches the user.
   EXPECT_EQ(*b.fetch(), Structure(int64_t{7}));
   const auto sent = requests_of(b.closure_id());
@@ -213,18 +216,20 @@ TEST_F(SameWorkerChainingTest, AnEvictedInputIsResentAsAValue) {
 }
 
 TEST_F(SameWorkerChainingTest, AfterARestartValuesAreSentWithoutTrying) {
-  PSFLOW_ASSERT_OK_AND_ASSIGN(RemoteValue a, coordinator_->schedule("swc_test_add", Structure::tuple({1, 2})));
+  PSFLOW_ASSERT_OK_AND_ASSIGN(RemoteValue a,
+                              coordinator_->schedule("swc_test_add", Structure::tuple({1, 2})));
   ASSERT_TRUE(coordinator_->join().ok());
   worker_->restart();
   // The first closure after the restart learns the new incarnation...
-  PSFLOW_ASSERT_OK_AND_ASSIGN(RemoteValue b, coordinator_->schedule("swc_test_add", RemoteStructure::tuple({a, 1})));
+  PSFLOW_ASSERT_OK_AND_ASSIGN(
+      RemoteValue b, coordinator_->schedule("swc_test_add", RemoteStructure::tuple({a, 1})));
   ASSERT_TRUE(coordinator_->join().ok());
   EXPECT_EQ(*b.fetch(), Structure(int64_t{4}));
   EXPECT_EQ(requests_of(b.closure_id()).size(), 2u);  // Reference missed, then values.
   // ...so later closures send the old process's results as values at once,
   // and those of the new process by reference.
-  PSFLOW_ASSERT_OK_AND_ASSIGN(RemoteValue c,
-                              coordinator_->schedule("swc_test_add", RemoteStructure::tuple({a, b})));
+  PSFLOW_ASSERT_OK_AND_ASSIGN(
+      RemoteValue c, coordinator_->schedule("swc_test_add", RemoteStructure::tuple({a, b})));
   ASSERT_TRUE(coordinator_->join().ok());
   EXPECT_EQ(*c.fetch(), Structure(int64_t{7}));
   const auto sent = requests_of(c.closure_id());
@@ -243,8 +248,10 @@ class SameWorkerChainingOffTest : public SameWorkerChainingTest {
 };
 
 TEST_F(SameWorkerChainingOffTest, ValuesOnly) {
-  PSFLOW_ASSERT_OK_AND_ASSIGN(RemoteValue a, coordinator_->schedule("swc_test_add", Structure::tuple({1, 2})));
-  PSFLOW_ASSERT_OK_AND_ASSIGN(RemoteValue b, coordinator_->schedule("swc_test_add", RemoteStructure::tuple({a, 4})));
+  PSFLOW_ASSERT_OK_AND_ASSIGN(RemoteValue a,
+                              coordinator_->schedule("swc_test_add", Structure::tuple({1, 2})));
+  PSFLOW_ASSERT_OK_AND_ASSIGN(
+      RemoteValue b, coordinator_->schedule("swc_test_add", RemoteStructure::tuple({a, 4})));
   ASSERT_TRUE(coordinator_->join().ok());
   EXPECT_EQ(*b.fetch(), Structure(int64_t{7}));
   const auto sent = requests_of(b.closure_id());

@@ -36,10 +36,10 @@ std::string describe_waiting(const WatchdogSnapshot& s, absl::Time now) {
     lost.push_back(absl::StrCat(w.task_name, " (lost for ", seconds(now - *w.lost_since),
                                 w.last_error.ok() ? "" : ": ", w.last_error.ToString(), ")"));
   }
-  return absl::StrCat(s.queued, " closure(s) queued and ", s.in_flight, " running; ",
-                      s.workers.size() - lost.size(), " of ", s.workers.size(),
-                      " worker(s) answering",
-                      lost.empty() ? "" : absl::StrCat("; not answering: ", absl::StrJoin(lost, ", ")));
+  return absl::StrCat(
+      s.queued, " closure(s) queued and ", s.in_flight, " running; ",
+      s.workers.size() - lost.size(), " of ", s.workers.size(), " worker(s) answering",
+      lost.empty() ? "" : absl::StrCat("; not answering: ", absl::StrJoin(lost, ", ")));
 }
 
 CoordinatorWatchdog::CoordinatorWatchdog(Options options,
@@ -103,8 +103,8 @@ std::optional<std::string> CoordinatorWatchdog::check(absl::Time now) {
     if (now - quiet_since >= options_.stall_timeout) {
       last_warning_ = now;
       std::string message = absl::StrCat("no closure has finished for ",
-                                         seconds(now - std::max(s.last_finish, *busy_since_)),
-                                         ": ", describe_waiting(s, now));
+                                         seconds(now - std::max(s.last_finish, *busy_since_)), ": ",
+                                         describe_waiting(s, now));
       PSFLOW_LOG(Warning, "watchdog: ", message);
       return message;
     }

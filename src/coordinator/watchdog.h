@@ -46,7 +46,7 @@ struct WatchdogSnapshot {
 class CoordinatorWatchdog {
  public:
   struct Options {
-    absl::Duration stall_timeout = absl::Minutes(2);  // <= 0: no report
+    absl::Duration stall_timeout = absl::Minutes(2);           // <= 0: no report
     absl::Duration all_workers_lost_timeout = absl::Hours(1);  // <= 0: never
     // False: no thread; the owner (a test) calls check() itself.
     bool start_thread = true;

@@ -107,10 +107,11 @@ TEST(WatchdogTest, TheThreadFailsTheQueueWithoutAnyCheckCall) {
   CoordinatorWatchdog::Options options;
   options.stall_timeout = absl::ZeroDuration();
   options.all_workers_lost_timeout = absl::Milliseconds(50);
-  CoordinatorWatchdog dog(options, [&] { return s; },
-                          [&](const absl::Status&) {
-                            if (!aborted.HasBeenNotified()) aborted.Notify();
-                          });
+  CoordinatorWatchdog dog(
+      options, [&] { return s; },
+      [&](const absl::Status&) {
+        if (!aborted.HasBeenNotified()) aborted.Notify();
+      });
   EXPECT_TRUE(aborted.WaitForNotificationWithTimeout(absl::Seconds(30)));
 }
 

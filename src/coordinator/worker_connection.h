@@ -11,8 +11,8 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "coordinator/result_cache.h"
 #include "psflow/structure.h"
+#include "worker/result_cache.h"
 
 namespace psflow {
 

@@ -34,7 +34,9 @@ WorkerDispatcher::~WorkerDispatcher() {
   PSFLOW_CHECK(!thread_.joinable(), "WorkerDispatcher destroyed before join()");
 }
 
-void WorkerDispatcher::start() { thread_ = std::thread([this] { loop(); }); }
+void WorkerDispatcher::start() {
+  thread_ = std::thread([this] { loop(); });
+}
 
 void WorkerDispatcher::join() {
   {
@@ -136,17 +138,15 @@ void WorkerDispatcher::on_run_done(const std::shared_ptr<Closure>& closure, bool
             closure,
             absl::UnavailableError(absl::StrCat(
                 "Closure ", closure->id(), " ('", closure->function_name(), "') was running on ",
-                closure->worker_failures,
-                " workers that failed during the call (the last: ", connection_->task_name(),
-                ": ", result.transport.message(),
+                closure->worker_failures, " workers that failed during the call (the last: ",
+                connection_->task_name(), ": ", result.transport.message(),
                 "); it is presumed to crash workers and is not retried again "
                 "(ClusterCoordinatorOptions::max_worker_failures_per_closure = ",
                 max_worker_failures_, ").")));
       } else {
         PSFLOW_LOG(Warning, connection_->task_name(), " failed while running closure ",
-                   closure->id(), " ('", closure->function_name(), "', attempt ",
-                   closure->attempts, "); it goes back to the queue: ",
-                   result.transport.ToString());
+                   closure->id(), " ('", closure->function_name(), "', attempt ", closure->attempts,
+                   "); it goes back to the queue: ", result.transport.ToString());
         queue_->put_back(closure);
       }
     } else {

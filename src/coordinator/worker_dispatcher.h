@@ -47,8 +47,7 @@ class WorkerDispatcher {
   // `max_in_flight` >= 1; capped by the connection's own limit.
   WorkerDispatcher(int worker_index, std::unique_ptr<WorkerConnection> connection,
                    std::shared_ptr<ClosureQueue> queue, int max_in_flight = 1,
-                   int max_worker_failures = 0, uint64_t session = 0,
-                   uint64_t result_session = 0);
+                   int max_worker_failures = 0, uint64_t session = 0, uint64_t result_session = 0);
   // join() must have returned (or start() never been called).
   ~WorkerDispatcher();
   WorkerDispatcher(const WorkerDispatcher&) = delete;
@@ -57,10 +56,10 @@ class WorkerDispatcher {
   void start();
   // Returns once the queue has been stopped (ClosureQueue::stop) and every
   // run in flight is done.
-  void join();
+  void join() ABSL_LOCKS_EXCLUDED(mu_);
 
   // Asks the worker to stop the closures it runs, if any (best effort).
-  void cancel_running();
+  void cancel_running() ABSL_LOCKS_EXCLUDED(mu_);
 
   [[nodiscard]] int worker_index() const { return worker_index_; }
   [[nodiscard]] std::string task_name() const { return connection_->task_name(); }
@@ -71,7 +70,7 @@ class WorkerDispatcher {
     std::optional<absl::Time> lost_since;
     absl::Status last_error;
   };
-  [[nodiscard]] Health health() const;
+  [[nodiscard]] Health health() const ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   void loop();
@@ -86,7 +85,7 @@ class WorkerDispatcher {
   const std::shared_ptr<ClosureQueue> queue_;
   const int max_in_flight_;
   const int max_worker_failures_;
-  const uint64_t session_;  // Sent with every run (exactly-once updates).
+  const uint64_t session_;         // Sent with every run (exactly-once updates).
   const uint64_t result_session_;  // Same-worker chaining; 0: off.
   // The worker process last heard from (RunResult::incarnation); 0 until
   // the first answer.

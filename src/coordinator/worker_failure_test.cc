@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "coordinator/cluster_coordinator_internal.h"
 #include "coordinator/coordinator_test_util.h"
 #include "coordinator/in_process_worker.h"
 #include "coordinator/worker_connection.h"
@@ -52,7 +53,9 @@ class FlakyConnection final : public WorkerConnection {
 
   void cancel(uint64_t closure_id) override { inner_.cancel(closure_id); }
 
-  absl::Status probe(absl::Time) override { return probe_ ? probe_(worker_index_) : absl::OkStatus(); }
+  absl::Status probe(absl::Time) override {
+    return probe_ ? probe_(worker_index_) : absl::OkStatus();
+  }
   std::function<absl::Status(int)> probe_;
 
  private:
@@ -73,7 +76,7 @@ std::unique_ptr<ClusterCoordinator> flaky_coordinator(
     workers.push_back(std::move(connection));
   }
   absl::StatusOr<std::unique_ptr<ClusterCoordinator>> c =
-      ClusterCoordinator::create(std::move(workers), options);
+      internal::create_coordinator(std::move(workers), options);
   EXPECT_TRUE(c.ok()) << c.status();
   return c.ok() ? *std::move(c) : nullptr;
 }
@@ -106,8 +109,7 @@ class WorkerFailureTest : public ::testing::Test {
 };
 
 TEST_F(WorkerFailureTest, RetryableTransportErrorsPutTheClosureBack) {
-  for (absl::StatusCode code : {absl::StatusCode::kUnavailable,
-                                absl::StatusCode::kDeadlineExceeded,
+  for (absl::StatusCode code : {absl::StatusCode::kUnavailable, absl::StatusCode::kDeadlineExceeded,
                                 absl::StatusCode::kAborted}) {
     SCOPED_TRACE(absl::StatusCodeToString(code));
     g_runs = 0;
@@ -140,9 +142,8 @@ TEST_F(WorkerFailureTest, ClosuresOfAFailingWorkerRunElsewhere) {
 }
 
 TEST_F(WorkerFailureTest, OtherTransportErrorsAreFinal) {
-  auto c = flaky_coordinator(1, [](int, const RunRequest&) {
-    return absl::UnauthenticatedError("bad token");
-  });
+  auto c = flaky_coordinator(
+      1, [](int, const RunRequest&) { return absl::UnauthenticatedError("bad token"); });
   ASSERT_NE(c, nullptr);
   PSFLOW_ASSERT_OK_AND_ASSIGN(RemoteValue r, c->schedule("wf_test_index"));
   const absl::Status joined = c->join();
@@ -170,7 +171,7 @@ TEST_F(WorkerFailureTest, ClosurePutBackAfterAnErrorIsCancelled) {
   PSFLOW_ASSERT_OK_AND_ASSIGN(RemoteValue lost, c->schedule("wf_test_index"));
   ASSERT_TRUE(g_transport_gate.await_arrivals(1));  // One worker is stuck on it.
   PSFLOW_ASSERT_OK_AND_ASSIGN(RemoteValue failing, c->schedule("wf_test_fail"));
-  failing.wait();  // The error is recorded.
+  failing.wait();           // The error is recorded.
   g_transport_gate.open();  // Now the stuck worker fails: put_back cancels.
   const absl::Status joined = c->join();
   EXPECT_EQ(joined.message(), "app failure");
@@ -197,8 +198,7 @@ TEST_F(WorkerFailureTest, PoisonClosureFailsAfterTheBoundOfWorkerFailures) {
   PSFLOW_ASSERT_OK_AND_ASSIGN(RemoteValue poison, c->schedule("wf_test_poison"));
   const absl::Status joined = c->join();
   EXPECT_EQ(joined.code(), absl::StatusCode::kUnavailable) << joined;
-  EXPECT_NE(joined.message().find("presumed to crash workers"), std::string_view::npos)
-      << joined;
+  EXPECT_NE(joined.message().find("presumed to crash workers"), std::string_view::npos) << joined;
   EXPECT_EQ(poison_runs.load(), 3);
   EXPECT_EQ(poison.fetch().status(), joined);
   // The workers are fine: ordinary closures run.
@@ -225,7 +225,8 @@ TEST_F(WorkerFailureTest, ALostWorkerGetsNoClosureUntilItAnswersAProbe) {
         ++worker0_runs;
         return absl::OkStatus();
       },
-      {}, [&](int worker) {
+      {},
+      [&](int worker) {
         absl::MutexLock lock(&mu);
         if (worker == 0) ++probes;
         return worker0_back || worker != 0 ? absl::OkStatus()
@@ -241,8 +242,9 @@ TEST_F(WorkerFailureTest, ALostWorkerGetsNoClosureUntilItAnswersAProbe) {
   {
     absl::MutexLock lock(&mu);
     // Worker 0 failed once; until it answers a probe, worker 1 does all.
-    ASSERT_TRUE(mu.AwaitWithTimeout(
-        absl::Condition(+[](int* n) { return *n >= 1; }, &probes), kTestTimeout));
+    ASSERT_TRUE(mu.AwaitWithTimeout(absl::Condition(
+                                        +[](int* n) { return *n >= 1; }, &probes),
+                                    kTestTimeout));
     EXPECT_TRUE(first_failure_done);
     EXPECT_EQ(worker0_runs.load(), 0);
     worker0_back = true;

@@ -37,10 +37,10 @@ class ErrorNode final : public DatasetNode {
 
 }  // namespace
 
-absl::Status argument_error(std::string_view op, std::string_view arg,
-                            int64_t value, std::string_view allowed) {
-  return absl::InvalidArgumentError(absl::StrCat(
-      "Dataset.", av(op), ": ", av(arg), " must be ", av(allowed), ", got ", value));
+absl::Status argument_error(std::string_view op, std::string_view arg, int64_t value,
+                            std::string_view allowed) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("Dataset.", av(op), ": ", av(arg), " must be ", av(allowed), ", got ", value));
 }
 
 NodePtr make_error_node(absl::Status status) {
@@ -74,8 +74,7 @@ Dataset::Dataset()
           "default-constructed Dataset has no source; create it with "
           "Dataset::from_tensor_slices, range, from_generator, ..."))) {}
 
-Dataset::Dataset(std::shared_ptr<const internal::DatasetNode> node)
-    : node_(std::move(node)) {}
+Dataset::Dataset(std::shared_ptr<const internal::DatasetNode> node) : node_(std::move(node)) {}
 
 Dataset Dataset::from_tensor_slices(Structure components) {
   return Dataset(internal::make_tensor_slices_node(components));
@@ -87,8 +86,8 @@ Dataset Dataset::from_tensors(Structure components) {
 
 Dataset Dataset::range(int64_t start, int64_t stop, int64_t step) {
   if (step == 0) {
-    return Dataset(internal::make_error_node(
-        internal::argument_error("range", "step", step, "non-zero")));
+    return Dataset(
+        internal::make_error_node(internal::argument_error("range", "step", step, "non-zero")));
   }
   return Dataset(internal::make_range_node(start, stop, step));
 }
@@ -109,15 +108,14 @@ Dataset Dataset::shuffle(int64_t buffer_size, std::optional<uint64_t> seed,
     return Dataset(internal::make_error_node(
         internal::argument_error("shuffle", "buffer_size", buffer_size, ">= 1")));
   }
-  return Dataset(internal::make_shuffle_node(node_, buffer_size, seed,
-                                             reshuffle_each_iteration));
+  return Dataset(internal::make_shuffle_node(node_, buffer_size, seed, reshuffle_each_iteration));
 }
 
 Dataset Dataset::repeat(int64_t count) const {
   if (!status().ok()) return *this;
   if (count < -1) {
-    return Dataset(internal::make_error_node(internal::argument_error(
-        "repeat", "count", count, ">= 0, or -1 to repeat forever")));
+    return Dataset(internal::make_error_node(
+        internal::argument_error("repeat", "count", count, ">= 0, or -1 to repeat forever")));
   }
   return Dataset(internal::make_repeat_node(node_, count));
 }
@@ -134,9 +132,9 @@ Dataset Dataset::batch(int64_t batch_size, bool drop_remainder) const {
 Dataset Dataset::map(MapFn fn) const {
   if (!status().ok()) return *this;
   if (!fn) {
-    return Dataset(internal::make_error_node(absl::InvalidArgumentError(
-        "Dataset.map: fn is empty; pass a function Structure -> "
-        "StatusOr<Structure>")));
+    return Dataset(internal::make_error_node(
+        absl::InvalidArgumentError("Dataset.map: fn is empty; pass a function Structure -> "
+                                   "StatusOr<Structure>")));
   }
   return Dataset(internal::make_map_node(node_, std::move(fn)));
 }
@@ -167,8 +165,8 @@ Dataset Dataset::shard(int64_t num_shards, int64_t index) const {
 Dataset Dataset::take(int64_t count) const {
   if (!status().ok()) return *this;
   if (count < -1) {
-    return Dataset(internal::make_error_node(internal::argument_error(
-        "take", "count", count, ">= 0, or -1 to take all")));
+    return Dataset(internal::make_error_node(
+        internal::argument_error("take", "count", count, ">= 0, or -1 to take all")));
   }
   return Dataset(internal::make_take_node(node_, count));
 }
@@ -176,8 +174,8 @@ Dataset Dataset::take(int64_t count) const {
 Dataset Dataset::skip(int64_t count) const {
   if (!status().ok()) return *this;
   if (count < -1) {
-    return Dataset(internal::make_error_node(internal::argument_error(
-        "skip", "count", count, ">= 0, or -1 to skip all")));
+    return Dataset(internal::make_error_node(
+        internal::argument_error("skip", "count", count, ">= 0, or -1 to skip all")));
   }
   return Dataset(internal::make_skip_node(node_, count));
 }
@@ -196,8 +194,6 @@ int64_t Dataset::cardinality() const { return node_->cardinality(); }
 
 absl::Status Dataset::status() const { return node_->status(); }
 
-DatasetIterator Dataset::make_iterator() const {
-  return DatasetIterator(node_->make_iterator());
-}
+DatasetIterator Dataset::make_iterator() const { return DatasetIterator(node_->make_iterator()); }
 
 }  // namespace psflow

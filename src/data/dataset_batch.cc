@@ -18,27 +18,12 @@
 namespace psflow::internal {
 namespace {
 
-std::string_view kind_name(Structure::Kind kind) {
-  switch (kind) {
-    case Structure::Kind::kNone: return "None";
-    case Structure::Kind::kTensor: return "a tensor";
-    case Structure::Kind::kInt: return "an int";
-    case Structure::Kind::kFloat: return "a float";
-    case Structure::Kind::kBool: return "a bool";
-    case Structure::Kind::kString: return "a string";
-    case Structure::Kind::kTuple: return "a tuple";
-    case Structure::Kind::kList: return "a list";
-    case Structure::Kind::kDict: return "a dict";
-  }
-  return "?";
-}
-
 absl::Status mismatch(const std::string& path, size_t index, std::string_view what) {
-  return absl::InvalidArgumentError(absl::StrCat(
-      "Dataset.batch: element ", index, " of the batch does not match element 0 at ",
-      path.empty() ? "the root" : absl::StrCat("leaf ", path), ": ", av(what),
-      "; batch needs equal nesting, dtypes and shapes (map elements to a common "
-      "shape first)"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("Dataset.batch: element ", index, " of the batch does not match element 0 at ",
+                   path.empty() ? "the root" : absl::StrCat("leaf ", path), ": ", av(what),
+                   "; batch needs equal nesting, dtypes and shapes (map elements to a common "
+                   "shape first)"));
 }
 
 Tensor stack_tensors(const std::vector<const Structure*>& elems) {
@@ -89,8 +74,9 @@ absl::StatusOr<Structure> stack(const std::vector<const Structure*>& elems,
   for (size_t i = 1; i < elems.size(); ++i) {
     const Structure& e = *elems[i];
     if (e.kind() != kind) {
-      return mismatch(path, i, absl::StrCat(av(kind_name(e.kind())), " vs ",
-                                            av(kind_name(kind))));
+      return mismatch(path, i,
+                      absl::StrCat(av(kind_name_with_article(e.kind())), " vs ",
+                                   av(kind_name_with_article(kind))));
     }
     if (first.is_sequence() && e.size() != first.size()) {
       return mismatch(path, i, absl::StrCat(e.size(), " items vs ", first.size()));
@@ -99,9 +85,10 @@ absl::StatusOr<Structure> stack(const std::vector<const Structure*>& elems,
       const Tensor& a = e.tensor();
       const Tensor& b = first.tensor();
       if (a.dtype() != b.dtype() || a.shape() != b.shape()) {
-        return mismatch(path, i, absl::StrCat(
-            av(dtype_name(a.dtype())), " ", shape_string(a.shape()), " vs ",
-            av(dtype_name(b.dtype())), " ", shape_string(b.shape())));
+        return mismatch(
+            path, i,
+            absl::StrCat(av(dtype_name(a.dtype())), " ", shape_string(a.shape()), " vs ",
+                         av(dtype_name(b.dtype())), " ", shape_string(b.shape())));
       }
     }
   }
@@ -137,27 +124,28 @@ absl::StatusOr<Structure> stack(const std::vector<const Structure*>& elems,
       }
       return Structure::dict(std::move(fields));
     }
-    case Structure::Kind::kTensor:
-      return Structure(stack_tensors(elems));
+    case Structure::Kind::kTensor: return Structure(stack_tensors(elems));
     case Structure::Kind::kInt:
-      return Structure(stack_scalars<int64_t>(elems, [](const Structure& s) { return s.int_value(); }));
+      return Structure(
+          stack_scalars<int64_t>(elems, [](const Structure& s) { return s.int_value(); }));
     case Structure::Kind::kFloat:
-      return Structure(stack_scalars<double>(elems, [](const Structure& s) { return s.float_value(); }));
+      return Structure(
+          stack_scalars<double>(elems, [](const Structure& s) { return s.float_value(); }));
     case Structure::Kind::kBool:
-      return Structure(stack_scalars<bool>(elems, [](const Structure& s) { return s.bool_value(); }));
+      return Structure(
+          stack_scalars<bool>(elems, [](const Structure& s) { return s.bool_value(); }));
     case Structure::Kind::kString:
       return Structure(stack_scalars<std::string>(
           elems, [](const Structure& s) -> const std::string& { return s.string_value(); }));
-    case Structure::Kind::kNone:
-      return Structure::none();
+    case Structure::Kind::kNone: return Structure::none();
   }
   return absl::InternalError("unreachable Structure kind");
 }
 
 class BatchIterator final : public IteratorBase {
  public:
-  BatchIterator(std::unique_ptr<IteratorBase> input, int64_t batch_size,
-                bool drop_remainder, size_t reserve)
+  BatchIterator(std::unique_ptr<IteratorBase> input, int64_t batch_size, bool drop_remainder,
+                size_t reserve)
       : input_(std::move(input)),
         batch_size_(static_cast<size_t>(batch_size)),
         drop_remainder_(drop_remainder) {
@@ -199,8 +187,8 @@ class BatchNode final : public DatasetNode {
       : input_(std::move(input)), batch_size_(batch_size), drop_remainder_(drop_remainder) {}
   std::unique_ptr<IteratorBase> make_iterator() const override {
     const size_t reserve = static_cast<size_t>(std::min<int64_t>(batch_size_, 1 << 16));
-    return std::make_unique<BatchIterator>(input_->make_iterator(), batch_size_,
-                                           drop_remainder_, reserve);
+    return std::make_unique<BatchIterator>(input_->make_iterator(), batch_size_, drop_remainder_,
+                                           reserve);
   }
   int64_t cardinality() const override {
     const int64_t n = input_->cardinality();

@@ -44,8 +44,7 @@ class DatasetNode : public std::enable_shared_from_this<DatasetNode> {
 using NodePtr = std::shared_ptr<const DatasetNode>;
 
 // INVALID_ARGUMENT "Dataset.<op>: <arg> must be <allowed>, got <value>".
-[[nodiscard]] absl::Status argument_error(std::string_view op,
-                                          std::string_view arg, int64_t value,
+[[nodiscard]] absl::Status argument_error(std::string_view op, std::string_view arg, int64_t value,
                                           std::string_view allowed);
 
 // Every iterator returns `status` on every call; cardinality is unknown.
@@ -56,28 +55,24 @@ using NodePtr = std::shared_ptr<const DatasetNode>;
 [[nodiscard]] NodePtr make_tensor_slices_node(const Structure& components);
 [[nodiscard]] NodePtr make_tensors_node(Structure components);
 [[nodiscard]] NodePtr make_range_node(int64_t start, int64_t stop, int64_t step);
-[[nodiscard]] NodePtr make_generator_node(
-    std::function<Dataset::Generator()> make_generator);
+[[nodiscard]] NodePtr make_generator_node(std::function<Dataset::Generator()> make_generator);
 
 // Transforms; arguments are already validated by Dataset.
 [[nodiscard]] NodePtr make_shuffle_node(NodePtr input, int64_t buffer_size,
                                         std::optional<uint64_t> seed,
                                         bool reshuffle_each_iteration);
 [[nodiscard]] NodePtr make_repeat_node(NodePtr input, int64_t count);
-[[nodiscard]] NodePtr make_batch_node(NodePtr input, int64_t batch_size,
-                                      bool drop_remainder);
+[[nodiscard]] NodePtr make_batch_node(NodePtr input, int64_t batch_size, bool drop_remainder);
 [[nodiscard]] NodePtr make_map_node(NodePtr input, Dataset::MapFn fn);
 [[nodiscard]] NodePtr make_filter_node(NodePtr input, Dataset::Predicate predicate);
-[[nodiscard]] NodePtr make_shard_node(NodePtr input, int64_t num_shards,
-                                      int64_t index);
+[[nodiscard]] NodePtr make_shard_node(NodePtr input, int64_t num_shards, int64_t index);
 [[nodiscard]] NodePtr make_take_node(NodePtr input, int64_t count);
 [[nodiscard]] NodePtr make_skip_node(NodePtr input, int64_t count);
 [[nodiscard]] NodePtr make_prefetch_node(NodePtr input, int64_t buffer_size);
 
 // Stacks `elements` (same nesting, leaf dtypes and shapes) along a new first
 // axis (dataset_batch.cc); exposed for tests.
-[[nodiscard]] absl::StatusOr<Structure> stack_elements(
-    const std::vector<Structure>& elements);
+[[nodiscard]] absl::StatusOr<Structure> stack_elements(const std::vector<Structure>& elements);
 
 }  // namespace psflow::internal
 

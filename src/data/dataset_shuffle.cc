@@ -36,8 +36,8 @@ uint64_t uniform_index(std::mt19937_64& engine, uint64_t n) {
 
 class ShuffleIterator final : public IteratorBase {
  public:
-  ShuffleIterator(std::unique_ptr<IteratorBase> input, int64_t buffer_size,
-                  uint64_t engine_seed, int64_t reserve)
+  ShuffleIterator(std::unique_ptr<IteratorBase> input, int64_t buffer_size, uint64_t engine_seed,
+                  int64_t reserve)
       : input_(std::move(input)),
         buffer_size_(static_cast<size_t>(buffer_size)),
         engine_(engine_seed) {
@@ -115,8 +115,8 @@ class ShuffleNode final : public DatasetNode {
 
 }  // namespace
 
-NodePtr make_shuffle_node(NodePtr input, int64_t buffer_size,
-                          std::optional<uint64_t> seed, bool reshuffle_each_iteration) {
+NodePtr make_shuffle_node(NodePtr input, int64_t buffer_size, std::optional<uint64_t> seed,
+                          bool reshuffle_each_iteration) {
   return std::make_shared<ShuffleNode>(std::move(input), buffer_size, seed,
                                        reshuffle_each_iteration);
 }

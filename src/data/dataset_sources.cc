@@ -14,45 +14,43 @@ namespace {
 // Tensor leaves of `s` in nest order (Structure::flatten's), with paths such
 // as "[0]" or "['images']" for error messages.
 absl::Status collect_tensor_leaves(const Structure& s, const std::string& path,
-                                   std::vector<Tensor>* leaves,
-                                   std::vector<std::string>* paths) {
+                                   std::vector<Tensor>* leaves, std::vector<std::string>* paths) {
   const std::string where = path.empty() ? "the components" : "leaf " + path;
   switch (s.kind()) {
     case Structure::Kind::kTuple:
     case Structure::Kind::kList:
       for (size_t i = 0; i < s.size(); ++i) {
-        absl::Status st = collect_tensor_leaves(
-            s[i], absl::StrCat(path, "[", i, "]"), leaves, paths);
+        absl::Status st =
+            collect_tensor_leaves(s[i], absl::StrCat(path, "[", i, "]"), leaves, paths);
         if (!st.ok()) return st;
       }
       return absl::OkStatus();
     case Structure::Kind::kDict:
       for (const auto& [key, value] : s.fields()) {
-        absl::Status st = collect_tensor_leaves(
-            value, absl::StrCat(path, "['", key, "']"), leaves, paths);
+        absl::Status st =
+            collect_tensor_leaves(value, absl::StrCat(path, "['", key, "']"), leaves, paths);
         if (!st.ok()) return st;
       }
       return absl::OkStatus();
     case Structure::Kind::kTensor:
       if (s.tensor().rank() == 0) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "Dataset.from_tensor_slices: ", where,
-            " is a scalar tensor, which has no first dimension to slice; "
-            "give it shape [N] or use from_tensors"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("Dataset.from_tensor_slices: ", where,
+                         " is a scalar tensor, which has no first dimension to slice; "
+                         "give it shape [N] or use from_tensors"));
       }
       leaves->push_back(s.tensor());
       paths->push_back(path.empty() ? "(root)" : path);
       return absl::OkStatus();
     default:
-      return absl::InvalidArgumentError(absl::StrCat(
-          "Dataset.from_tensor_slices: ", where, " is ", s.debug_string(),
-          ", not a tensor; every leaf must be a tensor of rank >= 1"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("Dataset.from_tensor_slices: ", where, " is ", s.debug_string(),
+                       ", not a tensor; every leaf must be a tensor of rank >= 1"));
   }
 }
 
 // `shape` of `templ` with its tensor leaves replaced, in order, by leaves.
-Structure rebuild(const Structure& templ, const std::vector<Tensor>& leaves,
-                  size_t* next) {
+Structure rebuild(const Structure& templ, const std::vector<Tensor>& leaves, size_t* next) {
   switch (templ.kind()) {
     case Structure::Kind::kTuple:
     case Structure::Kind::kList: {
@@ -61,9 +59,8 @@ Structure rebuild(const Structure& templ, const std::vector<Tensor>& leaves,
       for (const Structure& item : templ.items()) {
         items.push_back(rebuild(item, leaves, next));
       }
-      return templ.kind() == Structure::Kind::kTuple
-                 ? Structure::tuple(std::move(items))
-                 : Structure::list(std::move(items));
+      return templ.kind() == Structure::Kind::kTuple ? Structure::tuple(std::move(items))
+                                                     : Structure::list(std::move(items));
     }
     case Structure::Kind::kDict: {
       Structure::Fields fields;
@@ -72,8 +69,7 @@ Structure rebuild(const Structure& templ, const std::vector<Tensor>& leaves,
       }
       return Structure::dict(std::move(fields));
     }
-    default:
-      return Structure(leaves[(*next)++]);
+    default: return Structure(leaves[(*next)++]);
   }
 }
 
@@ -244,18 +240,19 @@ NodePtr make_tensor_slices_node(const Structure& components) {
   absl::Status st = collect_tensor_leaves(components, "", &leaves, &paths);
   if (!st.ok()) return make_error_node(std::move(st));
   if (leaves.empty()) {
-    return make_error_node(absl::InvalidArgumentError(absl::StrCat(
-        "Dataset.from_tensor_slices: ", components.debug_string(),
-        " has no tensor leaves to slice")));
+    return make_error_node(absl::InvalidArgumentError(
+        absl::StrCat("Dataset.from_tensor_slices: ", components.debug_string(),
+                     " has no tensor leaves to slice")));
   }
   const int64_t rows = leaves[0].dim(0);
   for (size_t i = 1; i < leaves.size(); ++i) {
     if (leaves[i].dim(0) != rows) {
-      return make_error_node(absl::InvalidArgumentError(absl::StrCat(
-          "Dataset.from_tensor_slices: all leaves must have the same first "
-          "dimension, but leaf ", paths[i], " has ", leaves[i].dim(0), " (shape ",
-          shape_string(leaves[i].shape()), ") and leaf ", paths[0], " has ", rows,
-          " (shape ", shape_string(leaves[0].shape()), ")")));
+      return make_error_node(absl::InvalidArgumentError(
+          absl::StrCat("Dataset.from_tensor_slices: all leaves must have the same first "
+                       "dimension, but leaf ",
+                       paths[i], " has ", leaves[i].dim(0), " (shape ",
+                       shape_string(leaves[i].shape()), ") and leaf ", paths[0], " has ", rows,
+                       " (shape ", shape_string(leaves[0].shape()), ")")));
     }
   }
   return std::make_shared<TensorSlicesNode>(components, std::move(leaves), rows);

@@ -80,15 +80,14 @@ TEST(DatasetSourcesTest, FromTensorSlicesOverImagesAndLabelsSharesBuffers) {
     EXPECT_EQ(e[1].tensor(), Tensor::scalar<int32_t>(static_cast<int32_t>(10 + i)));
     // A view into the original buffer, not a copy.
     EXPECT_EQ(e[0].tensor().buffer(), x.buffer());
-    EXPECT_EQ(e[0].tensor().raw_data(),
-              static_cast<const uint8_t*>(x.raw_data()) + 6 * i);
+    EXPECT_EQ(e[0].tensor().raw_data(), static_cast<const uint8_t*>(x.raw_data()) + 6 * i);
   }
 }
 
 TEST(DatasetSourcesTest, FromTensorSlicesKeepsDictNesting) {
-  Dataset ds = Dataset::from_tensor_slices(Structure::dict(
-      {{"a", Tensor::from_vector<float>({1, 2})},
-       {"b", Structure::list({Tensor::from_strings({"x", "y"})})}}));
+  Dataset ds = Dataset::from_tensor_slices(
+      Structure::dict({{"a", Tensor::from_vector<float>({1, 2})},
+                       {"b", Structure::list({Tensor::from_strings({"x", "y"})})}}));
   absl::StatusOr<std::vector<Structure>> elems = collect(ds);
   ASSERT_TRUE(elems.ok()) << elems.status();
   ASSERT_EQ(elems->size(), 2u);
@@ -106,10 +105,9 @@ TEST(DatasetSourcesTest, FromTensorSlicesRejectsUnequalFirstDimensionsNamingTheL
   auto next = ds.batch(2).make_iterator().get_next();
   EXPECT_EQ(next.status(), ds.status());
 
-  EXPECT_EQ(Dataset::from_tensor_slices(Structure::tuple({Tensor::scalar<float>(1)}))
-                .status()
-                .code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(
+      Dataset::from_tensor_slices(Structure::tuple({Tensor::scalar<float>(1)})).status().code(),
+      absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(Dataset::from_tensor_slices(Structure::tuple({images(2), 3})).status().message(),
               HasSubstr("leaf [1]"));
 }
@@ -160,8 +158,7 @@ TEST(DatasetTest, DefaultDatasetAndMovedFromIteratorFailCleanly) {
   EXPECT_EQ(none.status().code(), absl::StatusCode::kFailedPrecondition);
   // The first error wins over later argument errors.
   EXPECT_EQ(none.batch(0).status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_THAT(Dataset::range(3).batch(0).shard(2, 5).status().message(),
-              HasSubstr("batch_size"));
+  EXPECT_THAT(Dataset::range(3).batch(0).shard(2, 5).status().message(), HasSubstr("batch_size"));
 
   DatasetIterator it = Dataset::range(3).make_iterator();
   DatasetIterator moved = std::move(it);
@@ -309,8 +306,10 @@ TEST(DatasetBatchTest, StacksTupleLeavesContiguously) {
 TEST(DatasetBatchTest, PythonScalarsBecomeOneDimensionalTensors) {
   Dataset ds = Dataset::range(3).map([](Structure s) -> absl::StatusOr<Structure> {
     const int64_t i = as_int(s);
-    return Structure::dict({{"i", i}, {"f", 0.5 * static_cast<double>(i)},
-                            {"b", i % 2 == 0}, {"s", std::string(1, static_cast<char>('a' + i))},
+    return Structure::dict({{"i", i},
+                            {"f", 0.5 * static_cast<double>(i)},
+                            {"b", i % 2 == 0},
+                            {"s", std::string(1, static_cast<char>('a' + i))},
                             {"t", Tensor::from_strings({"p", "q"})}});
   });
   absl::StatusOr<std::vector<Structure>> batches = collect(ds.batch(3));
@@ -441,7 +440,9 @@ TEST(DatasetMapTest, FilterKeepsMatchingElements) {
 // ---- prefetch ----
 
 TEST(DatasetPrefetchTest, SameSequenceAsWithoutPrefetch) {
-  auto pipeline = [] { return Dataset::range(1000).shuffle(100, 5).map(fail_at({17, 400})).batch(16); };
+  auto pipeline = [] {
+    return Dataset::range(1000).shuffle(100, 5).map(fail_at({17, 400})).batch(16);
+  };
   const std::vector<std::string> plain = trace(pipeline());
   ASSERT_EQ(plain.size(), 65u);  // 998 good elements: 62 batches of 16, one of 6; 2 errors
   for (int64_t buffer : {1, 2, 8}) {
@@ -476,7 +477,8 @@ TEST(DatasetPrefetchTest, EarlyDestroyedIteratorStopsItsThread) {
   { DatasetIterator unused = endless.prefetch(2).make_iterator(); }
   EXPECT_EQ(produced->load(), after);
   {
-    DatasetIterator it = Dataset::range(3).repeat().prefetch(4).batch(2).prefetch(2).make_iterator();
+    DatasetIterator it =
+        Dataset::range(3).repeat().prefetch(4).batch(2).prefetch(2).make_iterator();
     ASSERT_TRUE(it.get_next().ok());
   }
 }

@@ -75,8 +75,7 @@ class RepeatNode final : public DatasetNode {
 
 class MapIterator final : public IteratorBase {
  public:
-  MapIterator(std::unique_ptr<IteratorBase> input,
-              std::shared_ptr<const Dataset::MapFn> fn)
+  MapIterator(std::unique_ptr<IteratorBase> input, std::shared_ptr<const Dataset::MapFn> fn)
       : input_(std::move(input)), fn_(std::move(fn)) {}
   NextResult get_next() override {
     NextResult next = input_->get_next();
@@ -94,8 +93,7 @@ class MapIterator final : public IteratorBase {
 class MapNode final : public DatasetNode {
  public:
   MapNode(NodePtr input, Dataset::MapFn fn)
-      : input_(std::move(input)),
-        fn_(std::make_shared<const Dataset::MapFn>(std::move(fn))) {}
+      : input_(std::move(input)), fn_(std::make_shared<const Dataset::MapFn>(std::move(fn))) {}
   std::unique_ptr<IteratorBase> make_iterator() const override {
     return std::make_unique<MapIterator>(input_->make_iterator(), fn_);
   }
@@ -226,8 +224,7 @@ class TakeNode final : public DatasetNode {
   TakeNode(NodePtr input, int64_t count) : input_(std::move(input)), count_(count) {}
   std::unique_ptr<IteratorBase> make_iterator() const override {
     // take(0) never starts its input.
-    return std::make_unique<TakeIterator>(
-        count_ == 0 ? nullptr : input_->make_iterator(), count_);
+    return std::make_unique<TakeIterator>(count_ == 0 ? nullptr : input_->make_iterator(), count_);
   }
   int64_t cardinality() const override {
     const int64_t n = input_->cardinality();

@@ -60,7 +60,8 @@ absl::StatusOr<Tensor> read_idx_file(const std::string& path) {
   uint8_t magic[4];
   if (!read_exact(f.get(), magic, 4) || magic[0] != 0 || magic[1] != 0) {
     return absl::InvalidArgumentError(absl::StrCat(
-        path, " is not an IDX file: it must start with two zero bytes, a type byte and a rank byte"));
+        path,
+        " is not an IDX file: it must start with two zero bytes, a type byte and a rank byte"));
   }
   const uint8_t type = magic[2];
   const int rank = magic[3];
@@ -84,12 +85,30 @@ absl::StatusOr<Tensor> read_idx_file(const std::string& path) {
   size_t wire_size = 0;
   DType dtype = DType::kInvalid;
   switch (type) {
-    case 0x08: wire_size = 1; dtype = DType::kUInt8; break;
-    case 0x09: wire_size = 1; dtype = DType::kInt32; break;
-    case 0x0B: wire_size = 2; dtype = DType::kInt32; break;
-    case 0x0C: wire_size = 4; dtype = DType::kInt32; break;
-    case 0x0D: wire_size = 4; dtype = DType::kFloat32; break;
-    case 0x0E: wire_size = 8; dtype = DType::kFloat64; break;
+    case 0x08:
+      wire_size = 1;
+      dtype = DType::kUInt8;
+      break;
+    case 0x09:
+      wire_size = 1;
+      dtype = DType::kInt32;
+      break;
+    case 0x0B:
+      wire_size = 2;
+      dtype = DType::kInt32;
+      break;
+    case 0x0C:
+      wire_size = 4;
+      dtype = DType::kInt32;
+      break;
+    case 0x0D:
+      wire_size = 4;
+      dtype = DType::kFloat32;
+      break;
+    case 0x0E:
+      wire_size = 8;
+      dtype = DType::kFloat64;
+      break;
     default:
       return absl::InvalidArgumentError(
           absl::StrCat(path, ": unknown IDX element type 0x", absl::Hex(type)));
@@ -97,14 +116,14 @@ absl::StatusOr<Tensor> read_idx_file(const std::string& path) {
   Tensor out(dtype, shape);
   if (type == 0x08) {
     if (!read_exact(f.get(), out.mutable_raw_data(), static_cast<size_t>(count))) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          path, ": truncated: the header promises ", count, " elements"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ": truncated: the header promises ", count, " elements"));
     }
   } else {
     std::vector<uint8_t> raw(static_cast<size_t>(count) * wire_size);
     if (!read_exact(f.get(), raw.data(), raw.size())) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          path, ": truncated: the header promises ", count, " elements"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ": truncated: the header promises ", count, " elements"));
     }
     switch (type) {
       case 0x09: widen_big_endian<int8_t>(raw, out.mutable_flat<int32_t>().data(), count); break;
@@ -116,8 +135,8 @@ absl::StatusOr<Tensor> read_idx_file(const std::string& path) {
   }
   uint8_t extra;
   if (gzread(f.get(), &extra, 1) > 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        path, ": trailing bytes after the ", count, " elements the header declares"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": trailing bytes after the ", count, " elements the header declares"));
   }
   return out;
 }
@@ -129,10 +148,11 @@ absl::StatusOr<FashionMnist> load_fashion_mnist(const std::string& directory) {
     const std::string path = absl::StrCat(directory, "/", name);
     if (!std::filesystem::exists(path)) {
       return absl::NotFoundError(absl::StrCat(
-          "Fashion-MNIST file ", path, " is missing; install Debian's dataset-fashion-mnist "
+          "Fashion-MNIST file ", path,
+          " is missing; install Debian's dataset-fashion-mnist "
           "package (apt-get install dataset-fashion-mnist, or run scripts/install-deps.sh), "
-          "or point to a directory holding ", files[0], ", ", files[1], ", ", files[2], " and ",
-          files[3]));
+          "or point to a directory holding ",
+          files[0], ", ", files[1], ", ", files[2], " and ", files[3]));
     }
   }
   FashionMnist d;

@@ -43,7 +43,9 @@ class IdxReaderTest : public ::testing::Test {
 };
 
 // A 2x3 uint8 IDX file.
-std::vector<uint8_t> small_u8() { return {0, 0, 0x08, 2, 0, 0, 0, 2, 0, 0, 0, 3, 1, 2, 3, 4, 5, 6}; }
+std::vector<uint8_t> small_u8() {
+  return {0, 0, 0x08, 2, 0, 0, 0, 2, 0, 0, 0, 3, 1, 2, 3, 4, 5, 6};
+}
 
 TEST_F(IdxReaderTest, ReadsPlainAndGzipUint8) {
   for (bool gz : {false, true}) {
@@ -73,9 +75,12 @@ TEST_F(IdxReaderTest, RejectsMalformedFilesNamingThem) {
   bad_magic[0] = 7;
   std::vector<uint8_t> bad_type = small_u8();
   bad_type[2] = 0x42;
-  for (const auto& [name, bytes] : std::vector<std::pair<std::string, std::vector<uint8_t>>>{
-           {"truncated", truncated}, {"trailing", trailing}, {"magic", bad_magic},
-           {"type", bad_type}, {"empty", {}}}) {
+  for (const auto& [name, bytes] :
+       std::vector<std::pair<std::string, std::vector<uint8_t>>>{{"truncated", truncated},
+                                                                 {"trailing", trailing},
+                                                                 {"magic", bad_magic},
+                                                                 {"type", bad_type},
+                                                                 {"empty", {}}}) {
     auto t = read_idx_file(write(name, bytes, true));
     EXPECT_EQ(t.status().code(), absl::StatusCode::kInvalidArgument) << name;
     EXPECT_NE(t.status().message().find(name), absl::string_view::npos) << t.status();

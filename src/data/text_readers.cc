@@ -15,8 +15,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "psflow/status_macros.h"
 #include "base/strings.h"
+#include "psflow/status_macros.h"
 
 namespace psflow {
 namespace {
@@ -108,15 +108,15 @@ absl::Status split_csv_line(std::string_view line, char delimiter,
         cell.push_back(line[i++]);
       }
       if (!closed) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "column ", cells->size(), ": unterminated quote (quoted cells cannot "
-            "span lines)"));
+        return absl::InvalidArgumentError(absl::StrCat("column ", cells->size(),
+                                                       ": unterminated quote (quoted cells cannot "
+                                                       "span lines)"));
       }
       while (i < line.size() && is_space(line[i]) && line[i] != delimiter) ++i;
       if (i < line.size() && line[i] != delimiter) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "column ", cells->size(), ": unexpected '", std::string(1, line[i]),
-            "' after a closing quote"));
+        return absl::InvalidArgumentError(absl::StrCat("column ", cells->size(), ": unexpected '",
+                                                       std::string(1, line[i]),
+                                                       "' after a closing quote"));
       }
     } else {
       const size_t end = std::min(line.find(delimiter, i), line.size());
@@ -140,9 +140,9 @@ std::string column_label(int64_t column, const std::vector<std::string>& names) 
 
 absl::StatusOr<CsvData> read_csv(const std::string& path, const CsvOptions& options) {
   if (!options.label_name.empty() && !options.has_header) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "read_csv(", path, "): label_name '", options.label_name,
-        "' needs has_header = true; use label_column to pick the label by index"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("read_csv(", path, "): label_name '", options.label_name,
+                     "' needs has_header = true; use label_column to pick the label by index"));
   }
   PSFLOW_ASSIGN_OR_RETURN(const std::string text, read_text_file(path));
 
@@ -162,24 +162,24 @@ absl::StatusOr<CsvData> read_csv(const std::string& path, const CsvOptions& opti
         if (names[c] == options.label_name) label = static_cast<int64_t>(c);
       }
       if (label < 0) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            path, ":", line_number, ": no column is named '", options.label_name,
-            "'; the header has: ", absl::StrJoin(names, ", ")));
+        return absl::InvalidArgumentError(
+            absl::StrCat(path, ":", line_number, ": no column is named '", options.label_name,
+                         "'; the header has: ", absl::StrJoin(names, ", ")));
       }
     } else if (options.label_column.has_value()) {
       const int64_t c = *options.label_column;
       if (c < -count || c >= count) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            path, ":", line_number, ": label_column ", c, " is out of range for ", count,
-            " columns; it must be in [", -count, ", ", count, ")"));
+        return absl::InvalidArgumentError(
+            absl::StrCat(path, ":", line_number, ": label_column ", c, " is out of range for ",
+                         count, " columns; it must be in [", -count, ", ", count, ")"));
       }
       label = c < 0 ? c + count : c;
     }
     return absl::OkStatus();
   };
 
-  PSFLOW_RETURN_IF_ERROR(for_each_line(
-      text, [&](int64_t line_number, std::string_view line) -> absl::Status {
+  PSFLOW_RETURN_IF_ERROR(
+      for_each_line(text, [&](int64_t line_number, std::string_view line) -> absl::Status {
         if (trim(line).empty()) return absl::OkStatus();
         absl::Status split = split_csv_line(line, options.delimiter, &cells);
         if (!split.ok()) {
@@ -195,9 +195,9 @@ absl::StatusOr<CsvData> read_csv(const std::string& path, const CsvOptions& opti
           PSFLOW_RETURN_IF_ERROR(set_columns(static_cast<int64_t>(cells.size()), line_number));
         }
         if (static_cast<int64_t>(cells.size()) != num_columns) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              path, ":", line_number, ": ", cells.size(), " columns, but ",
-              names.empty() ? "the first row has " : "the header has ", num_columns));
+          return absl::InvalidArgumentError(
+              absl::StrCat(path, ":", line_number, ": ", cells.size(), " columns, but ",
+                           names.empty() ? "the first row has " : "the header has ", num_columns));
         }
         for (int64_t c = 0; c < num_columns; ++c) {
           const std::string& cell = cells[static_cast<size_t>(c)];
@@ -213,16 +213,16 @@ absl::StatusOr<CsvData> read_csv(const std::string& path, const CsvOptions& opti
         return absl::OkStatus();
       }));
   if (header_pending) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        path, ": no header line (the file is empty); pass has_header = false for "
-              "headerless files"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(path,
+                     ": no header line (the file is empty); pass has_header = false for "
+                     "headerless files"));
   }
 
   CsvData data;
   const int64_t num_features = std::max<int64_t>(0, num_columns - (label >= 0 ? 1 : 0));
-  const int64_t rows = num_features > 0
-                           ? static_cast<int64_t>(features.size()) / num_features
-                           : static_cast<int64_t>(labels.size());
+  const int64_t rows = num_features > 0 ? static_cast<int64_t>(features.size()) / num_features
+                                        : static_cast<int64_t>(labels.size());
   data.features = Tensor::from_vector<float>(features, {rows, num_features});
   if (label >= 0 || (options.label_column.has_value() && num_columns < 0)) {
     data.labels = Tensor::from_vector<float>(labels, {rows});
@@ -245,14 +245,14 @@ absl::StatusOr<LibsvmData> read_libsvm(const std::string& path, const LibsvmOpti
   int64_t num_features = 0;
   const int64_t base = options.zero_based ? 0 : 1;
 
-  PSFLOW_RETURN_IF_ERROR(for_each_line(
-      text, [&](int64_t line_number, std::string_view line) -> absl::Status {
+  PSFLOW_RETURN_IF_ERROR(
+      for_each_line(text, [&](int64_t line_number, std::string_view line) -> absl::Status {
         if (const size_t hash = line.find('#'); hash != std::string_view::npos) {
           line = line.substr(0, hash);
         }
         auto bad = [&](std::string_view token, std::string_view why) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              path, ":", line_number, ": token '", av(token), "' ", av(why)));
+          return absl::InvalidArgumentError(
+              absl::StrCat(path, ":", line_number, ": token '", av(token), "' ", av(why)));
         };
         bool have_label = false;
         int64_t previous = -1;
@@ -286,14 +286,16 @@ absl::StatusOr<LibsvmData> read_libsvm(const std::string& path, const LibsvmOpti
             return bad(token, "does not end with a numeric value");
           }
           if (index < base) {
-            return bad(token, absl::StrCat("has index ", index, " below the index base ",
-                                           base, options.zero_based ? "" :
-                                           " (pass zero_based = true for 0-based files)"));
+            return bad(token, absl::StrCat("has index ", index, " below the index base ", base,
+                                           options.zero_based
+                                               ? ""
+                                               : " (pass zero_based = true for 0-based files)"));
           }
           index -= base;
           if (index <= previous) {
-            return bad(token, "has an index not above the previous one; indices must "
-                              "be strictly ascending within a line");
+            return bad(token,
+                       "has an index not above the previous one; indices must "
+                       "be strictly ascending within a line");
           }
           previous = index;
           num_features = std::max(num_features, index + 1);
@@ -318,8 +320,8 @@ absl::StatusOr<Tensor> libsvm_to_dense(const LibsvmData& data, int64_t num_featu
   if (num_features < 0) num_features = data.num_features;
   if (num_features < data.num_features) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "libsvm_to_dense: num_features ", num_features, " is below the data's ",
-        data.num_features, " (largest index + 1); pass -1 or at least ", data.num_features));
+        "libsvm_to_dense: num_features ", num_features, " is below the data's ", data.num_features,
+        " (largest index + 1); pass -1 or at least ", data.num_features));
   }
   const int64_t rows = data.labels.num_elements();
   PSFLOW_ASSIGN_OR_RETURN(Tensor dense, Tensor::create(DType::kFloat32, {rows, num_features}));
@@ -327,23 +329,23 @@ absl::StatusOr<Tensor> libsvm_to_dense(const LibsvmData& data, int64_t num_featu
   absl::Span<const int64_t> indices = data.indices.flat<int64_t>();
   absl::Span<const float> values = data.values.flat<float>();
   if (static_cast<int64_t>(splits.size()) != rows + 1 || indices.size() != values.size()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "libsvm_to_dense: inconsistent LibsvmData: ", rows, " labels, ", splits.size(),
-        " row_splits, ", indices.size(), " indices, ", values.size(), " values"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("libsvm_to_dense: inconsistent LibsvmData: ", rows, " labels, ", splits.size(),
+                     " row_splits, ", indices.size(), " indices, ", values.size(), " values"));
   }
   absl::Span<float> out = dense.mutable_flat<float>();
   const int64_t nnz = static_cast<int64_t>(indices.size());
   for (int64_t r = 0; r < rows; ++r) {
     if (splits[r] < 0 || splits[r] > splits[r + 1] || splits[r + 1] > nnz) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "libsvm_to_dense: row_splits[", r, "..", r + 1, "] = ", splits[r], ", ",
-          splits[r + 1], " is not a range within the ", nnz, " entries"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("libsvm_to_dense: row_splits[", r, "..", r + 1, "] = ", splits[r], ", ",
+                       splits[r + 1], " is not a range within the ", nnz, " entries"));
     }
     for (int64_t k = splits[r]; k < splits[r + 1]; ++k) {
       if (indices[k] < 0 || indices[k] >= num_features) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "libsvm_to_dense: row ", r, " has index ", indices[k], " outside [0, ",
-            num_features, ")"));
+        return absl::InvalidArgumentError(absl::StrCat("libsvm_to_dense: row ", r, " has index ",
+                                                       indices[k], " outside [0, ", num_features,
+                                                       ")"));
       }
       out[static_cast<size_t>(r * num_features + indices[k])] = values[k];
     }

@@ -55,10 +55,10 @@ struct LibsvmOptions {
 // indices[row_splits[r] .. row_splits[r+1]) with the matching values.
 // Thread-safety: a plain value.
 struct LibsvmData {
-  Tensor labels;      // float32 [N]
-  Tensor row_splits;  // int64 [N + 1], row_splits[0] == 0
-  Tensor indices;     // int64 [nnz], 0-based, strictly ascending in a row
-  Tensor values;      // float32 [nnz]
+  Tensor labels;             // float32 [N]
+  Tensor row_splits;         // int64 [N + 1], row_splits[0] == 0
+  Tensor indices;            // int64 [nnz], 0-based, strictly ascending in a row
+  Tensor values;             // float32 [nnz]
   int64_t num_features = 0;  // largest index + 1
 };
 
@@ -67,8 +67,8 @@ struct LibsvmData {
 // (as LIBSVM requires), which also rules out duplicates. INVALID_ARGUMENT
 // names file:line and the bad token; NOT_FOUND a missing file.
 // Thread-safety: a free function with no shared state.
-[[nodiscard]] absl::StatusOr<LibsvmData> read_libsvm(
-    const std::string& path, const LibsvmOptions& options = {});
+[[nodiscard]] absl::StatusOr<LibsvmData> read_libsvm(const std::string& path,
+                                                     const LibsvmOptions& options = {});
 
 // Densifies to float32 [N, num_features] (zeros where a row has no entry);
 // num_features < 0 means data.num_features. INVALID_ARGUMENT when an index

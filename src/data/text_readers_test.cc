@@ -59,8 +59,7 @@ TEST_F(TextReadersTest, CsvWithHeaderAndLastColumnLabel) {
 }
 
 TEST_F(TextReadersTest, CsvLabelByNameOrIndexOrNone) {
-  const std::string path =
-      write("t.csv", "a,label,b\r\n1,10,2\r\n3,30,4\r\n");  // CRLF line ends
+  const std::string path = write("t.csv", "a,label,b\r\n1,10,2\r\n3,30,4\r\n");  // CRLF line ends
   CsvOptions by_name;
   by_name.label_name = "label";
   absl::StatusOr<CsvData> d = read_csv(path, by_name);
@@ -98,8 +97,9 @@ TEST_F(TextReadersTest, CsvHeaderlessQuotedTabSeparatedAndGzip) {
 TEST_F(TextReadersTest, CsvFeedsADataset) {
   absl::StatusOr<CsvData> d = read_csv(write("d.csv", "x,y,l\n1,2,0\n3,4,1\n5,6,0\n"));
   ASSERT_TRUE(d.ok()) << d.status();
-  DatasetIterator it =
-      Dataset::from_tensor_slices(Structure::tuple({d->features, d->labels})).batch(2).make_iterator();
+  DatasetIterator it = Dataset::from_tensor_slices(Structure::tuple({d->features, d->labels}))
+                           .batch(2)
+                           .make_iterator();
   auto batch = it.get_next();
   ASSERT_TRUE(batch.ok() && batch->has_value());
   EXPECT_EQ((**batch)[0].tensor(), Tensor::from_vector<float>({1, 2, 3, 4}, {2, 2}));
@@ -142,8 +142,7 @@ TEST_F(TextReadersTest, CsvBadOptionsAndMissingFile) {
   EXPECT_THAT(read_csv(path, o).status().message(), HasSubstr("needs has_header"));
 
   EXPECT_THAT(read_csv(write("empty.csv", "")).status().message(), HasSubstr("no header"));
-  EXPECT_EQ(read_csv((dir_ / "missing.csv").string()).status().code(),
-            absl::StatusCode::kNotFound);
+  EXPECT_EQ(read_csv((dir_ / "missing.csv").string()).status().code(), absl::StatusCode::kNotFound);
 }
 
 // ---- LIBSVM ----

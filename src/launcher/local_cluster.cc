@@ -1,15 +1,15 @@
 // LocalCluster: ps and worker tasks as child processes on loopback.
 #include "psflow/local_cluster.h"
 
-#include <algorithm>
-#include <optional>
-#include <thread>
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <system_error>
+#include <thread>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
@@ -18,10 +18,10 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "base/logging.h"
-#include "psflow/status_macros.h"
 #include "base/strings.h"
 #include "launcher/port_reservation.h"
 #include "launcher/process_spawner.h"
+#include "psflow/status_macros.h"
 #include "rpc/address.h"
 #include "rpc/health_check.h"
 
@@ -216,9 +216,9 @@ class LocalClusterImpl final : public LocalCluster {
       return task->restarts >= restarts || task->gave_up || stop_state_ != StopState::kRunning;
     };
     if (!mu_.AwaitWithTimeout(absl::Condition(&settled), timeout)) {
-      return absl::DeadlineExceededError(absl::StrCat(
-          task->name, " was restarted ", task->restarts, " times, not ", restarts, ", within ",
-          absl::FormatDuration(timeout)));
+      return absl::DeadlineExceededError(absl::StrCat(task->name, " was restarted ", task->restarts,
+                                                      " times, not ", restarts, ", within ",
+                                                      absl::FormatDuration(timeout)));
     }
     if (task->restarts >= restarts) return task->pid;
     return absl::FailedPreconditionError(
@@ -307,15 +307,15 @@ class LocalClusterImpl final : public LocalCluster {
       if (task.pid != pid) continue;
       if (task.restarts >= options_.max_restarts) {
         task.gave_up = true;
-        PSFLOW_LOG(Warning, task.name, " ", describe_wait_status(status),
-                   "; it was restarted ", task.restarts, " times already (max_restarts), so it "
+        PSFLOW_LOG(Warning, task.name, " ", describe_wait_status(status), "; it was restarted ",
+                   task.restarts,
+                   " times already (max_restarts), so it "
                    "stays down");
         return;
       }
       // Up long enough (10 times its last backoff, at least a second): it
       // was running, not crash-looping.
-      if (absl::Now() - task.started_at >=
-          std::max(absl::Seconds(1), 10 * task.last_backoff)) {
+      if (absl::Now() - task.started_at >= std::max(absl::Seconds(1), 10 * task.last_backoff)) {
         task.quick_exits = 0;
       }
       absl::Duration backoff = options_.restart_backoff;

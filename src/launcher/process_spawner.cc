@@ -35,13 +35,10 @@ int pidfd_send_signal(int pidfd, int signal) {
 absl::Status errno_status(int error, std::string_view what) {
   const std::string message = absl::StrCat(av(what), ": ", std::strerror(error));
   switch (error) {
-    case ENOENT:
-      return absl::NotFoundError(message);
+    case ENOENT: return absl::NotFoundError(message);
     case EACCES:
-    case EPERM:
-      return absl::PermissionDeniedError(message);
-    default:
-      return absl::InternalError(message);
+    case EPERM: return absl::PermissionDeniedError(message);
+    default: return absl::InternalError(message);
   }
 }
 

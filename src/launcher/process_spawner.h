@@ -60,13 +60,13 @@ class ProcessSpawner {
 
   // Starts a child; returns once it has exec'd (or failed to: then an error
   // naming the binary, e.g. NOT_FOUND "No such file or directory").
-  [[nodiscard]] absl::StatusOr<pid_t> spawn(const SpawnRequest& request);
+  [[nodiscard]] absl::StatusOr<pid_t> spawn(const SpawnRequest& request) ABSL_LOCKS_EXCLUDED(mu_);
   // Sends `signal` to a child of this spawner. NOT_FOUND for another pid,
   // FAILED_PRECONDITION once the child has been reaped.
-  [[nodiscard]] absl::Status signal(pid_t pid, int signal);
+  [[nodiscard]] absl::Status signal(pid_t pid, int signal) ABSL_LOCKS_EXCLUDED(mu_);
   // SIGKILLs children still running, reaps them (running on_exit) and ends
   // the thread. Idempotent; spawn() fails afterwards.
-  void shutdown();
+  void shutdown() ABSL_LOCKS_EXCLUDED(join_mu_, mu_);
 
  private:
   struct Pending {

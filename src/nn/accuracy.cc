@@ -14,8 +14,7 @@ constexpr absl::string_view kBinaryName = "binary_accuracy";
 
 // Rows of predictions [N, C] whose first maximal column equals the label.
 template <typename T, typename L>
-absl::StatusOr<int64_t> count_argmax_hits(const Tensor& labels,
-                                          const Tensor& predictions) {
+absl::StatusOr<int64_t> count_argmax_hits(const Tensor& labels, const Tensor& predictions) {
   constexpr absl::string_view kFn = "SparseCategoricalAccuracy::update";
   const auto p = predictions.matrix<T>();
   const auto y = labels.flat<L>();
@@ -26,9 +25,8 @@ absl::StatusOr<int64_t> count_argmax_hits(const Tensor& labels,
     if (label < 0 || label >= classes) {
       return internal::arg_error(
           {kFn, "labels"},
-          absl::StrCat("has value ", label, " at index ", i,
-                       ", expected a class id in [0, ", classes,
-                       ") (the columns of 'predictions')"));
+          absl::StrCat("has value ", label, " at index ", i, ", expected a class id in [0, ",
+                       classes, ") (the columns of 'predictions')"));
     }
     Eigen::Index best = 0;
     p.row(i).maxCoeff(&best);
@@ -41,8 +39,7 @@ absl::StatusOr<int64_t> count_argmax_hits(const Tensor& labels,
 
 // --- SparseCategoricalAccuracy ----------------------------------------------
 
-SparseCategoricalAccuracy::SparseCategoricalAccuracy(
-    const SparseCategoricalAccuracy& other)
+SparseCategoricalAccuracy::SparseCategoricalAccuracy(const SparseCategoricalAccuracy& other)
     : state_(other.snapshot()) {}
 
 SparseCategoricalAccuracy& SparseCategoricalAccuracy::operator=(
@@ -58,27 +55,23 @@ SparseCategoricalAccuracy::State SparseCategoricalAccuracy::snapshot() const {
   return state_;
 }
 
-absl::Status SparseCategoricalAccuracy::update(const Tensor& labels,
-                                               const Tensor& predictions) {
+absl::Status SparseCategoricalAccuracy::update(const Tensor& labels, const Tensor& predictions) {
   constexpr absl::string_view kFn = "SparseCategoricalAccuracy::update";
   PSFLOW_RETURN_IF_ERROR(internal::check_float({kFn, "predictions"}, predictions));
-  PSFLOW_RETURN_IF_ERROR(
-      internal::check_rank({kFn, "predictions"}, predictions, 2, "[N, C]"));
+  PSFLOW_RETURN_IF_ERROR(internal::check_rank({kFn, "predictions"}, predictions, 2, "[N, C]"));
   PSFLOW_RETURN_IF_ERROR(internal::check_class_labels({kFn, "labels"}, labels));
   const int64_t n = predictions.dim(0);
   if (labels.shape() != Shape{n} && labels.shape() != Shape{n, 1}) {
     return internal::arg_error(
-        {kFn, "labels"}, absl::StrCat("has shape ", shape_string(labels.shape()),
-                                      ", expected [", n, "] or [", n,
-                                      ", 1] (one class id per row of "
-                                      "'predictions')"));
+        {kFn, "labels"},
+        absl::StrCat("has shape ", shape_string(labels.shape()), ", expected [", n, "] or [", n,
+                     ", 1] (one class id per row of "
+                     "'predictions')"));
   }
   PSFLOW_ASSIGN_OR_RETURN(
-      const int64_t correct,
-      internal::visit_int(labels.dtype(), [&](auto label_zero) {
+      const int64_t correct, internal::visit_int(labels.dtype(), [&](auto label_zero) {
         return internal::visit_float(predictions.dtype(), [&](auto zero) {
-          return count_argmax_hits<decltype(zero), decltype(label_zero)>(
-              labels, predictions);
+          return count_argmax_hits<decltype(zero), decltype(label_zero)>(labels, predictions);
         });
       }));
   absl::MutexLock lock(&mu_);
@@ -91,8 +84,7 @@ absl::Status SparseCategoricalAccuracy::update(const Tensor& labels,
 
 double SparseCategoricalAccuracy::result() const {
   const State s = snapshot();
-  return s.count == 0 ? 0.0
-                      : static_cast<double>(s.correct) / static_cast<double>(s.count);
+  return s.count == 0 ? 0.0 : static_cast<double>(s.correct) / static_cast<double>(s.count);
 }
 
 void SparseCategoricalAccuracy::reset() {
@@ -100,8 +92,7 @@ void SparseCategoricalAccuracy::reset() {
   state_ = State();
 }
 
-absl::Status SparseCategoricalAccuracy::merge(
-    const SparseCategoricalAccuracy& other) {
+absl::Status SparseCategoricalAccuracy::merge(const SparseCategoricalAccuracy& other) {
   const State o = other.snapshot();
   absl::MutexLock lock(&mu_);
   State next = state_;
@@ -113,22 +104,17 @@ absl::Status SparseCategoricalAccuracy::merge(
 
 Structure SparseCategoricalAccuracy::to_structure() const {
   const State s = snapshot();
-  return Structure::dict(
-      {{std::string(internal::kMetricKey), std::string(kSparseName)},
-       {"correct", s.correct},
-       {"count", s.count}});
+  return Structure::dict({{std::string(internal::kMetricKey), std::string(kSparseName)},
+                          {"correct", s.correct},
+                          {"count", s.count}});
 }
 
-absl::StatusOr<SparseCategoricalAccuracy>
-SparseCategoricalAccuracy::from_structure(const Structure& s) {
-  PSFLOW_RETURN_IF_ERROR(
-      internal::check_metric_dict(s, kSparseName, {"correct", "count"}));
-  PSFLOW_ASSIGN_OR_RETURN(const int64_t correct,
-                          internal::read_count(s, kSparseName, "correct"));
-  PSFLOW_ASSIGN_OR_RETURN(const int64_t count,
-                          internal::read_count(s, kSparseName, "count"));
-  PSFLOW_RETURN_IF_ERROR(
-      internal::check_correct_le_count(kSparseName, correct, count));
+absl::StatusOr<SparseCategoricalAccuracy> SparseCategoricalAccuracy::from_structure(
+    const Structure& s) {
+  PSFLOW_RETURN_IF_ERROR(internal::check_metric_dict(s, kSparseName, {"correct", "count"}));
+  PSFLOW_ASSIGN_OR_RETURN(const int64_t correct, internal::read_count(s, kSparseName, "correct"));
+  PSFLOW_ASSIGN_OR_RETURN(const int64_t count, internal::read_count(s, kSparseName, "count"));
+  PSFLOW_RETURN_IF_ERROR(internal::check_correct_le_count(kSparseName, correct, count));
   SparseCategoricalAccuracy m;
   {
     absl::MutexLock lock(&m.mu_);
@@ -144,8 +130,7 @@ BinaryAccuracy::BinaryAccuracy(double threshold) {
   state_.threshold = threshold;
 }
 
-BinaryAccuracy::BinaryAccuracy(const BinaryAccuracy& other)
-    : state_(other.snapshot()) {}
+BinaryAccuracy::BinaryAccuracy(const BinaryAccuracy& other) : state_(other.snapshot()) {}
 
 BinaryAccuracy& BinaryAccuracy::operator=(const BinaryAccuracy& other) {
   const State s = other.snapshot();
@@ -161,8 +146,7 @@ BinaryAccuracy::State BinaryAccuracy::snapshot() const {
 
 double BinaryAccuracy::threshold() const { return snapshot().threshold; }
 
-absl::Status BinaryAccuracy::update(const Tensor& labels,
-                                    const Tensor& predictions) {
+absl::Status BinaryAccuracy::update(const Tensor& labels, const Tensor& predictions) {
   const double threshold = this->threshold();
   int64_t correct = 0;
   PSFLOW_RETURN_IF_ERROR(internal::for_each_binary(
@@ -171,16 +155,14 @@ absl::Status BinaryAccuracy::update(const Tensor& labels,
   absl::MutexLock lock(&mu_);
   State next = state_;
   PSFLOW_RETURN_IF_ERROR(internal::add_count(kBinaryName, correct, &next.correct));
-  PSFLOW_RETURN_IF_ERROR(
-      internal::add_count(kBinaryName, labels.num_elements(), &next.count));
+  PSFLOW_RETURN_IF_ERROR(internal::add_count(kBinaryName, labels.num_elements(), &next.count));
   state_ = next;
   return absl::OkStatus();
 }
 
 double BinaryAccuracy::result() const {
   const State s = snapshot();
-  return s.count == 0 ? 0.0
-                      : static_cast<double>(s.correct) / static_cast<double>(s.count);
+  return s.count == 0 ? 0.0 : static_cast<double>(s.correct) / static_cast<double>(s.count);
 }
 
 void BinaryAccuracy::reset() {
@@ -194,9 +176,8 @@ absl::Status BinaryAccuracy::merge(const BinaryAccuracy& other) {
   absl::MutexLock lock(&mu_);
   if (o.threshold != state_.threshold) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "nn::BinaryAccuracy::merge: 'other' has threshold ", o.threshold,
-        ", expected ", state_.threshold,
-        " (only metrics with the same threshold can be merged)"));
+        "nn::BinaryAccuracy::merge: 'other' has threshold ", o.threshold, ", expected ",
+        state_.threshold, " (only metrics with the same threshold can be merged)"));
   }
   State next = state_;
   PSFLOW_RETURN_IF_ERROR(internal::add_count(kBinaryName, o.correct, &next.correct));
@@ -207,25 +188,20 @@ absl::Status BinaryAccuracy::merge(const BinaryAccuracy& other) {
 
 Structure BinaryAccuracy::to_structure() const {
   const State s = snapshot();
-  return Structure::dict(
-      {{std::string(internal::kMetricKey), std::string(kBinaryName)},
-       {"threshold", s.threshold},
-       {"correct", s.correct},
-       {"count", s.count}});
+  return Structure::dict({{std::string(internal::kMetricKey), std::string(kBinaryName)},
+                          {"threshold", s.threshold},
+                          {"correct", s.correct},
+                          {"count", s.count}});
 }
 
-absl::StatusOr<BinaryAccuracy> BinaryAccuracy::from_structure(
-    const Structure& s) {
-  PSFLOW_RETURN_IF_ERROR(internal::check_metric_dict(
-      s, kBinaryName, {"threshold", "correct", "count"}));
+absl::StatusOr<BinaryAccuracy> BinaryAccuracy::from_structure(const Structure& s) {
+  PSFLOW_RETURN_IF_ERROR(
+      internal::check_metric_dict(s, kBinaryName, {"threshold", "correct", "count"}));
   PSFLOW_ASSIGN_OR_RETURN(const double threshold,
                           internal::read_float(s, kBinaryName, "threshold", false));
-  PSFLOW_ASSIGN_OR_RETURN(const int64_t correct,
-                          internal::read_count(s, kBinaryName, "correct"));
-  PSFLOW_ASSIGN_OR_RETURN(const int64_t count,
-                          internal::read_count(s, kBinaryName, "count"));
-  PSFLOW_RETURN_IF_ERROR(
-      internal::check_correct_le_count(kBinaryName, correct, count));
+  PSFLOW_ASSIGN_OR_RETURN(const int64_t correct, internal::read_count(s, kBinaryName, "correct"));
+  PSFLOW_ASSIGN_OR_RETURN(const int64_t count, internal::read_count(s, kBinaryName, "count"));
+  PSFLOW_RETURN_IF_ERROR(internal::check_correct_le_count(kBinaryName, correct, count));
   BinaryAccuracy m(threshold);
   {
     absl::MutexLock lock(&m.mu_);

@@ -1,17 +1,17 @@
 // Element-wise activations and their derivatives, as Eigen array
 // expressions over the whole buffer.
 #include "absl/strings/str_cat.h"
-#include "psflow/status_macros.h"
 #include "nn/checks.h"
 #include "nn/kernels.h"
 #include "psflow/nn.h"
+#include "psflow/status_macros.h"
 
 namespace psflow::nn {
 namespace {
 
 // `dy` pairs element-wise with `ref` (named `ref_name`).
-absl::Status check_pair(absl::string_view fn, absl::string_view ref_name,
-                        const Tensor& ref, const Tensor& dy) {
+absl::Status check_pair(absl::string_view fn, absl::string_view ref_name, const Tensor& ref,
+                        const Tensor& dy) {
   PSFLOW_RETURN_IF_ERROR(internal::check_float({fn, ref_name}, ref));
   PSFLOW_RETURN_IF_ERROR(internal::check_same_dtype({fn, "dy"}, dy, ref_name, ref));
   return internal::check_shape({fn, "dy"}, dy, ref.shape(),
@@ -50,8 +50,7 @@ absl::StatusOr<Tensor> relu_backward(const Tensor& y_or_x, const Tensor& dy) {
 
 absl::StatusOr<Tensor> sigmoid(const Tensor& x) {
   PSFLOW_RETURN_IF_ERROR(internal::check_float({"sigmoid", "x"}, x));
-  return internal::visit_float(
-      x.dtype(), [&](auto zero) { return sigmoid_of<decltype(zero)>(x); });
+  return internal::visit_float(x.dtype(), [&](auto zero) { return sigmoid_of<decltype(zero)>(x); });
 }
 
 absl::StatusOr<Tensor> sigmoid_backward(const Tensor& y, const Tensor& dy) {

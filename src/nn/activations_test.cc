@@ -44,8 +44,7 @@ TEST(ActivationsTest, ReluGradientMatchesFiniteDifferences) {
   const Tensor r = random_tensor({4, 3}, 12);
   absl::StatusOr<Tensor> dx = relu_backward(x, r);
   ASSERT_TRUE(dx.ok()) << dx.status();
-  expect_gradient_matches([&](const Tensor& p) { return dot(*relu(p), r); }, x,
-                          *dx, "relu dx");
+  expect_gradient_matches([&](const Tensor& p) { return dot(*relu(p), r); }, x, *dx, "relu dx");
 }
 
 TEST(ActivationsTest, SigmoidKnownValuesAndExtremes) {
@@ -65,8 +64,7 @@ TEST(ActivationsTest, SigmoidKnownValuesAndExtremes) {
   EXPECT_GE(v[5], 0.0);
   EXPECT_LT(v[5], 1e-300);
 
-  absl::StatusOr<Tensor> y32 =
-      sigmoid(Tensor::from_vector<float>({-100, 0, 100}, {3}));
+  absl::StatusOr<Tensor> y32 = sigmoid(Tensor::from_vector<float>({-100, 0, 100}, {3}));
   ASSERT_TRUE(y32.ok()) << y32.status();
   for (const float f : y32->flat<float>()) EXPECT_TRUE(std::isfinite(f));
   EXPECT_EQ(y32->flat<float>()[1], 0.5f);
@@ -78,8 +76,8 @@ TEST(ActivationsTest, SigmoidGradientMatchesFiniteDifferences) {
   const Tensor r = random_tensor({3, 5}, 14);
   absl::StatusOr<Tensor> dx = sigmoid_backward(*sigmoid(x), r);
   ASSERT_TRUE(dx.ok()) << dx.status();
-  expect_gradient_matches([&](const Tensor& p) { return dot(*sigmoid(p), r); },
-                          x, *dx, "sigmoid dx");
+  expect_gradient_matches([&](const Tensor& p) { return dot(*sigmoid(p), r); }, x, *dx,
+                          "sigmoid dx");
 }
 
 TEST(ActivationsTest, RejectsBadInput) {

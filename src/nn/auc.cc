@@ -17,44 +17,39 @@ constexpr absl::string_view kName = "auc";
 
 absl::Status check_num_thresholds(absl::string_view where, int64_t n) {
   if (n >= 2 && n <= AUC::kMaxThresholds) return absl::OkStatus();
-  return absl::InvalidArgumentError(
-      absl::StrCat("nn::AUC ", where, ": 'num_thresholds' is ", n,
-                   ", expected an int in [2, ", AUC::kMaxThresholds, "]"));
+  return absl::InvalidArgumentError(absl::StrCat("nn::AUC ", where, ": 'num_thresholds' is ", n,
+                                                 ", expected an int in [2, ", AUC::kMaxThresholds,
+                                                 "]"));
 }
 
 // Reads an int64 [buckets] histogram of counts >= 0.
-absl::StatusOr<std::vector<int64_t>> read_histogram(const Structure& s,
-                                                    absl::string_view key,
+absl::StatusOr<std::vector<int64_t>> read_histogram(const Structure& s, absl::string_view key,
                                                     int64_t buckets) {
   const Structure& v = s[sv(key)];
   const auto bad = [&](absl::string_view detail) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "nn metric 'auc': from_structure: '", key, "' ", detail));
+    return absl::InvalidArgumentError(
+        absl::StrCat("nn metric 'auc': from_structure: '", key, "' ", detail));
   };
   if (!v.is_tensor()) {
-    return bad(absl::StrCat("is ", v.debug_string(), ", expected an int64 tensor [",
-                            buckets, "]"));
+    return bad(absl::StrCat("is ", v.debug_string(), ", expected an int64 tensor [", buckets, "]"));
   }
   const Tensor& t = v.tensor();
   if (t.dtype() != DType::kInt64 || t.shape() != Shape{buckets}) {
-    return bad(absl::StrCat(
-        "is a ", t.valid() ? av(dtype_name(t.dtype())) : "invalid",
-        " tensor of shape ", shape_string(t.shape()), ", expected int64 [",
-        buckets, "] (num_thresholds - 1 buckets)"));
+    return bad(absl::StrCat("is a ", t.valid() ? av(dtype_name(t.dtype())) : "invalid",
+                            " tensor of shape ", shape_string(t.shape()), ", expected int64 [",
+                            buckets, "] (num_thresholds - 1 buckets)"));
   }
   const auto flat = t.flat<int64_t>();
   for (size_t i = 0; i < flat.size(); ++i) {
     if (flat[i] < 0) {
-      return bad(absl::StrCat("has count ", flat[i], " at bucket ", i,
-                              ", expected counts >= 0"));
+      return bad(absl::StrCat("has count ", flat[i], " at bucket ", i, ", expected counts >= 0"));
     }
   }
   return std::vector<int64_t>(flat.begin(), flat.end());
 }
 
 // a[i] += b[i] for all i, or OUT_OF_RANGE with `a` unchanged.
-absl::Status add_histogram(const std::vector<int64_t>& b,
-                           std::vector<int64_t>* a) {
+absl::Status add_histogram(const std::vector<int64_t>& b, std::vector<int64_t>* a) {
   std::vector<int64_t> sum = *a;
   for (size_t i = 0; i < sum.size(); ++i) {
     PSFLOW_RETURN_IF_ERROR(internal::add_count(kName, b[i], &sum[i]));
@@ -107,8 +102,8 @@ absl::Status AUC::update(const Tensor& labels, const Tensor& predictions) {
   int64_t index = 0;
   double bad_prediction = 0.0;
   int64_t bad_index = -1;
-  PSFLOW_RETURN_IF_ERROR(internal::for_each_binary(
-      kFn, labels, predictions, [&](bool label, double p) {
+  PSFLOW_RETURN_IF_ERROR(
+      internal::for_each_binary(kFn, labels, predictions, [&](bool label, double p) {
         if (!(p >= 0.0 && p <= 1.0)) {
           if (bad_index < 0) {
             bad_index = index;
@@ -123,10 +118,9 @@ absl::Status AUC::update(const Tensor& labels, const Tensor& predictions) {
         ++index;
       }));
   if (bad_index >= 0) {
-    return internal::arg_error(
-        {kFn, "predictions"},
-        absl::StrCat("has value ", bad_prediction, " at flat index ", bad_index,
-                     ", expected a probability in [0, 1]"));
+    return internal::arg_error({kFn, "predictions"},
+                               absl::StrCat("has value ", bad_prediction, " at flat index ",
+                                            bad_index, ", expected a probability in [0, 1]"));
   }
   absl::MutexLock lock(&mu_);
   if (state_.num_thresholds - 1 != buckets) {
@@ -175,10 +169,9 @@ absl::Status AUC::merge(const AUC& other) {
   const State o = other.snapshot();
   absl::MutexLock lock(&mu_);
   if (o.num_thresholds != state_.num_thresholds) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "nn::AUC::merge: 'other' has num_thresholds ", o.num_thresholds,
-        ", expected ", state_.num_thresholds,
-        " (only AUCs with the same thresholds can be merged)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("nn::AUC::merge: 'other' has num_thresholds ", o.num_thresholds, ", expected ",
+                     state_.num_thresholds, " (only AUCs with the same thresholds can be merged)"));
   }
   State next = state_;
   PSFLOW_RETURN_IF_ERROR(add_histogram(o.positives, &next.positives));
@@ -189,21 +182,20 @@ absl::Status AUC::merge(const AUC& other) {
 
 Structure AUC::to_structure() const {
   const State s = snapshot();
-  return Structure::dict(
-      {{std::string(internal::kMetricKey), std::string(kName)},
-       {"num_thresholds", static_cast<int64_t>(s.num_thresholds)},
-       {"positives", Tensor::from_vector(s.positives)},
-       {"negatives", Tensor::from_vector(s.negatives)}});
+  return Structure::dict({{std::string(internal::kMetricKey), std::string(kName)},
+                          {"num_thresholds", static_cast<int64_t>(s.num_thresholds)},
+                          {"positives", Tensor::from_vector(s.positives)},
+                          {"negatives", Tensor::from_vector(s.negatives)}});
 }
 
 absl::StatusOr<AUC> AUC::from_structure(const Structure& s) {
-  PSFLOW_RETURN_IF_ERROR(internal::check_metric_dict(
-      s, kName, {"num_thresholds", "positives", "negatives"}));
+  PSFLOW_RETURN_IF_ERROR(
+      internal::check_metric_dict(s, kName, {"num_thresholds", "positives", "negatives"}));
   const Structure& n = s["num_thresholds"];
   if (n.kind() != Structure::Kind::kInt) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "nn metric 'auc': from_structure: 'num_thresholds' is ", n.debug_string(),
-        ", expected an int in [2, ", kMaxThresholds, "]"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("nn metric 'auc': from_structure: 'num_thresholds' is ", n.debug_string(),
+                     ", expected an int in [2, ", kMaxThresholds, "]"));
   }
   PSFLOW_RETURN_IF_ERROR(check_num_thresholds("from_structure", n.int_value()));
   const int num_thresholds = static_cast<int>(n.int_value());

@@ -40,13 +40,11 @@ TEST(AucTest, KerasDocumentedExample) {
 
 TEST(AucTest, PerfectReversedAndRandomRankings) {
   AUC perfect, reversed;
-  ASSERT_TRUE(perfect.update(f32({0, 0, 1, 1, 0, 1}),
-                             f32({0.1f, 0.3f, 0.7f, 0.9f, 0.2f, 0.8f}))
-                  .ok());
+  ASSERT_TRUE(
+      perfect.update(f32({0, 0, 1, 1, 0, 1}), f32({0.1f, 0.3f, 0.7f, 0.9f, 0.2f, 0.8f})).ok());
   EXPECT_DOUBLE_EQ(perfect.result(), 1.0);
-  ASSERT_TRUE(reversed.update(f32({1, 1, 0, 0, 1, 0}),
-                              f32({0.1f, 0.3f, 0.7f, 0.9f, 0.2f, 0.8f}))
-                  .ok());
+  ASSERT_TRUE(
+      reversed.update(f32({1, 1, 0, 0, 1, 0}), f32({0.1f, 0.3f, 0.7f, 0.9f, 0.2f, 0.8f})).ok());
   EXPECT_DOUBLE_EQ(reversed.result(), 0.0);
   // Extremes land in the outermost buckets, still perfectly separated.
   AUC extremes;
@@ -93,16 +91,15 @@ TEST(AucTest, NoPositivesOrNoNegativesGivesZero) {
 
 TEST(AucTest, MergeOfPartialsEqualsOneMetric) {
   const std::vector<float> labels = {0, 1, 1, 0, 1, 0, 0, 1, 1, 0};
-  const std::vector<float> scores = {0.1f, 0.4f, 0.35f, 0.8f, 0.9f,
-                                     0.05f, 0.5f, 0.65f, 0.2f, 0.3f};
+  const std::vector<float> scores = {0.1f, 0.4f, 0.35f, 0.8f, 0.9f, 0.05f, 0.5f, 0.65f, 0.2f, 0.3f};
   AUC whole, a, b;
   ASSERT_TRUE(whole.update(f32(labels), f32(scores)).ok());
-  ASSERT_TRUE(a.update(f32({labels.begin(), labels.begin() + 4}),
-                       f32({scores.begin(), scores.begin() + 4}))
-                  .ok());
-  ASSERT_TRUE(b.update(f32({labels.begin() + 4, labels.end()}),
-                       f32({scores.begin() + 4, scores.end()}))
-                  .ok());
+  ASSERT_TRUE(
+      a.update(f32({labels.begin(), labels.begin() + 4}), f32({scores.begin(), scores.begin() + 4}))
+          .ok());
+  ASSERT_TRUE(
+      b.update(f32({labels.begin() + 4, labels.end()}), f32({scores.begin() + 4, scores.end()}))
+          .ok());
   absl::StatusOr<AUC> a2 = AUC::from_structure(a.to_structure());
   absl::StatusOr<AUC> b2 = AUC::from_structure(b.to_structure());
   ASSERT_TRUE(a2.ok()) << a2.status();

@@ -30,14 +30,12 @@ struct Arg {
 [[nodiscard]] absl::Status check_class_labels(const Arg& arg, const Tensor& t);
 // Same dtype as `ref` (named `ref_name`).
 [[nodiscard]] absl::Status check_same_dtype(const Arg& arg, const Tensor& t,
-                                            absl::string_view ref_name,
-                                            const Tensor& ref);
+                                            absl::string_view ref_name, const Tensor& ref);
 // Rank `rank`; `layout` ("[N, in]") describes the expected shape.
-[[nodiscard]] absl::Status check_rank(const Arg& arg, const Tensor& t,
-                                      int rank, absl::string_view layout);
+[[nodiscard]] absl::Status check_rank(const Arg& arg, const Tensor& t, int rank,
+                                      absl::string_view layout);
 // Exactly `expected`; `why` explains where the expectation comes from.
-[[nodiscard]] absl::Status check_shape(const Arg& arg, const Tensor& t,
-                                       const Shape& expected,
+[[nodiscard]] absl::Status check_shape(const Arg& arg, const Tensor& t, const Shape& expected,
                                        absl::string_view why);
 
 // Calls f(T{}) with T = float or double according to `dtype` (already

@@ -1,8 +1,8 @@
 // Dense layer forward and backward as Eigen GEMMs on the tensors' buffers.
 #include "absl/strings/str_cat.h"
-#include "psflow/status_macros.h"
 #include "nn/checks.h"
 #include "psflow/nn.h"
+#include "psflow/status_macros.h"
 
 namespace psflow::nn {
 namespace {
@@ -15,10 +15,9 @@ absl::Status check_x_w(absl::string_view fn, const Tensor& x, const Tensor& w) {
   PSFLOW_RETURN_IF_ERROR(internal::check_rank({fn, "w"}, w, 2, "[in, out]"));
   if (w.dim(0) != x.dim(1)) {
     return internal::arg_error(
-        {fn, "w"},
-        absl::StrCat("has shape ", shape_string(w.shape()), ", expected [",
-                     x.dim(1), ", out] (its rows must equal the columns of 'x' ",
-                     shape_string(x.shape()), ")"));
+        {fn, "w"}, absl::StrCat("has shape ", shape_string(w.shape()), ", expected [", x.dim(1),
+                                ", out] (its rows must equal the columns of 'x' ",
+                                shape_string(x.shape()), ")"));
   }
   return absl::OkStatus();
 }
@@ -35,8 +34,7 @@ Tensor forward(const Tensor& x, const Tensor& w, const Tensor& b) {
 }
 
 template <typename T>
-DenseGradients backward(const Tensor& x, const Tensor& w, const Tensor& dy,
-                        bool need_dx) {
+DenseGradients backward(const Tensor& x, const Tensor& w, const Tensor& dy, bool need_dx) {
   DenseGradients g;
   const auto DY = dy.matrix<T>();
   g.dw = Tensor(x.dtype(), w.shape());
@@ -58,27 +56,24 @@ DenseGradients backward(const Tensor& x, const Tensor& w, const Tensor& dy,
 
 }  // namespace
 
-absl::StatusOr<Tensor> dense_forward(const Tensor& x, const Tensor& w,
-                                     const Tensor& b) {
+absl::StatusOr<Tensor> dense_forward(const Tensor& x, const Tensor& w, const Tensor& b) {
   constexpr absl::string_view kFn = "dense_forward";
   PSFLOW_RETURN_IF_ERROR(check_x_w(kFn, x, w));
   PSFLOW_RETURN_IF_ERROR(internal::check_same_dtype({kFn, "b"}, b, "x", x));
-  PSFLOW_RETURN_IF_ERROR(internal::check_shape(
-      {kFn, "b"}, b, {w.dim(1)}, "one bias per column of 'w'"));
-  return internal::visit_float(x.dtype(),
-                               [&](auto t) { return forward<decltype(t)>(x, w, b); });
+  PSFLOW_RETURN_IF_ERROR(
+      internal::check_shape({kFn, "b"}, b, {w.dim(1)}, "one bias per column of 'w'"));
+  return internal::visit_float(x.dtype(), [&](auto t) { return forward<decltype(t)>(x, w, b); });
 }
 
-absl::StatusOr<DenseGradients> dense_backward(const Tensor& x, const Tensor& w,
-                                              const Tensor& dy, bool need_dx) {
+absl::StatusOr<DenseGradients> dense_backward(const Tensor& x, const Tensor& w, const Tensor& dy,
+                                              bool need_dx) {
   constexpr absl::string_view kFn = "dense_backward";
   PSFLOW_RETURN_IF_ERROR(check_x_w(kFn, x, w));
   PSFLOW_RETURN_IF_ERROR(internal::check_same_dtype({kFn, "dy"}, dy, "x", x));
-  PSFLOW_RETURN_IF_ERROR(internal::check_shape(
-      {kFn, "dy"}, dy, {x.dim(0), w.dim(1)}, "[N, out], the shape of y"));
-  return internal::visit_float(x.dtype(), [&](auto t) {
-    return backward<decltype(t)>(x, w, dy, need_dx);
-  });
+  PSFLOW_RETURN_IF_ERROR(
+      internal::check_shape({kFn, "dy"}, dy, {x.dim(0), w.dim(1)}, "[N, out], the shape of y"));
+  return internal::visit_float(x.dtype(),
+                               [&](auto t) { return backward<decltype(t)>(x, w, dy, need_dx); });
 }
 
 }  // namespace psflow::nn

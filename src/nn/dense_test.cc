@@ -44,15 +44,12 @@ TEST(DenseTest, GradientsMatchFiniteDifferences) {
   const Tensor r = random_tensor({3, 5}, 4);  // L = <y, r>, so dL/dy = r
   absl::StatusOr<DenseGradients> g = dense_backward(x, w, r);
   ASSERT_TRUE(g.ok()) << g.status();
-  expect_gradient_matches(
-      [&](const Tensor& p) { return dot(*dense_forward(p, w, b), r); }, x,
-      g->dx, "dx");
-  expect_gradient_matches(
-      [&](const Tensor& p) { return dot(*dense_forward(x, p, b), r); }, w,
-      g->dw, "dw");
-  expect_gradient_matches(
-      [&](const Tensor& p) { return dot(*dense_forward(x, w, p), r); }, b,
-      g->db, "db");
+  expect_gradient_matches([&](const Tensor& p) { return dot(*dense_forward(p, w, b), r); }, x,
+                          g->dx, "dx");
+  expect_gradient_matches([&](const Tensor& p) { return dot(*dense_forward(x, p, b), r); }, w,
+                          g->dw, "dw");
+  expect_gradient_matches([&](const Tensor& p) { return dot(*dense_forward(x, w, p), r); }, b,
+                          g->db, "db");
 }
 
 TEST(DenseTest, SkipsDxWhenNotNeeded) {
@@ -68,12 +65,12 @@ TEST(DenseTest, SkipsDxWhenNotNeeded) {
 
 TEST(DenseTest, EmptyDimensions) {
   // Empty batch: y is [0, out]; dw and db are zero.
-  absl::StatusOr<Tensor> y = dense_forward(f32({}, {0, 2}), f32({1, 2, 3, 4}, {2, 2}),
-                                           f32({1, 1}, {2}));
+  absl::StatusOr<Tensor> y =
+      dense_forward(f32({}, {0, 2}), f32({1, 2, 3, 4}, {2, 2}), f32({1, 1}, {2}));
   ASSERT_TRUE(y.ok()) << y.status();
   EXPECT_EQ(y->shape(), (Shape{0, 2}));
-  absl::StatusOr<DenseGradients> g = dense_backward(
-      f32({}, {0, 2}), f32({1, 2, 3, 4}, {2, 2}), f32({}, {0, 2}));
+  absl::StatusOr<DenseGradients> g =
+      dense_backward(f32({}, {0, 2}), f32({1, 2, 3, 4}, {2, 2}), f32({}, {0, 2}));
   ASSERT_TRUE(g.ok()) << g.status();
   EXPECT_EQ(g->dw, f32({0, 0, 0, 0}, {2, 2}));
   EXPECT_EQ(g->db, f32({0, 0}, {2}));
@@ -94,7 +91,8 @@ TEST(DenseTest, RejectsBadShapesAndDtypes) {
 
   y = dense_forward(x, f32({1, 2, 3, 4}, {2, 2}), b);
   EXPECT_EQ(y.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(std::string(y.status().message()), HasSubstr("'w' has shape [2, 2], expected [3, out]"));
+  EXPECT_THAT(std::string(y.status().message()),
+              HasSubstr("'w' has shape [2, 2], expected [3, out]"));
 
   y = dense_forward(x, w, f32({1, 2, 3}, {3}));
   EXPECT_EQ(y.status().code(), absl::StatusCode::kInvalidArgument);

@@ -60,22 +60,19 @@ TEST(EmbeddingLookupTest, GathersRows) {
 
 TEST(EmbeddingLookupTest, RejectsOutOfRangeIds) {
   const Tensor params(DType::kFloat32, {3, 2});
-  absl::StatusOr<Tensor> out =
-      embedding_lookup(params, Tensor::from_vector<int32_t>({0, 3}, {2}));
+  absl::StatusOr<Tensor> out = embedding_lookup(params, Tensor::from_vector<int32_t>({0, 3}, {2}));
   EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(out.status().message()),
               HasSubstr("'ids' has value 3 at flat index 1, expected an id in [0, 3)"));
   out = embedding_lookup(params, Tensor::from_vector<int64_t>({-1}, {1}));
   EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
-  out = embedding_lookup(Tensor(DType::kFloat32, {3}),
-                         Tensor::from_vector<int64_t>({0}, {1}));
+  out = embedding_lookup(Tensor(DType::kFloat32, {3}), Tensor::from_vector<int64_t>({0}, {1}));
   EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST(EmbeddingBackwardTest, SumsDuplicateIds) {
   const Tensor ids = Tensor::from_vector<int64_t>({7, 3, 7, 7}, {2, 2});
-  const Tensor d_out =
-      Tensor::from_vector<float>({1, 2, 10, 20, 100, 200, 1000, 2000}, {2, 2, 2});
+  const Tensor d_out = Tensor::from_vector<float>({1, 2, 10, 20, 100, 200, 1000, 2000}, {2, 2, 2});
   absl::StatusOr<SparseGradient> g = embedding_backward(ids, d_out);
   ASSERT_TRUE(g.ok()) << g.status();
   EXPECT_EQ(g->indices, Tensor::from_vector<int64_t>({7, 3}, {2}));
@@ -90,24 +87,20 @@ TEST(EmbeddingBackwardTest, GradientMatchesFiniteDifferences) {
   absl::StatusOr<SparseGradient> g = embedding_backward(ids, r);
   ASSERT_TRUE(g.ok()) << g.status();
   EXPECT_EQ(g->indices.num_elements(), 3);
-  expect_gradient_matches(
-      [&](const Tensor& p) { return dot(*embedding_lookup(p, ids), r); }, params,
-      densify(*g, kVocab), "embedding table gradient");
+  expect_gradient_matches([&](const Tensor& p) { return dot(*embedding_lookup(p, ids), r); },
+                          params, densify(*g, kVocab), "embedding table gradient");
 }
 
 TEST(EmbeddingBackwardTest, RejectsMismatchedShapes) {
   const Tensor ids = Tensor::from_vector<int64_t>({1, 2, 3}, {3});
-  absl::StatusOr<SparseGradient> g =
-      embedding_backward(ids, Tensor(DType::kFloat32, {2, 4}));
+  absl::StatusOr<SparseGradient> g = embedding_backward(ids, Tensor(DType::kFloat32, {2, 4}));
   EXPECT_EQ(g.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(g.status().message()),
               HasSubstr("'d_out' has shape [2, 4], expected [3, 4]"));
   g = embedding_backward(ids, Tensor(DType::kFloat32, {3}));
   EXPECT_EQ(g.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(std::string(g.status().message()),
-              HasSubstr("trailing embedding dimension"));
-  g = embedding_backward(Tensor::from_vector<float>({1}, {1}),
-                         Tensor(DType::kFloat32, {1, 4}));
+  EXPECT_THAT(std::string(g.status().message()), HasSubstr("trailing embedding dimension"));
+  g = embedding_backward(Tensor::from_vector<float>({1}, {1}), Tensor(DType::kFloat32, {1, 4}));
   EXPECT_EQ(g.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(g.status().message()), HasSubstr("expected dtype int32 or int64"));
 }
@@ -127,9 +120,8 @@ TEST(EmbeddingCombineTest, SumAndMeanKnownValues) {
   mean = embedding_combine(e, Combiner::kMean, w);
   ASSERT_TRUE(mean.ok()) << mean.status();
   EXPECT_EQ(*mean, Tensor::from_vector<float>({1, 2, 0, 0}, {2, 2}));
-  absl::StatusOr<Tensor> back =
-      embedding_combine_backward(Tensor::from_vector<float>({1, 1, 1, 1}, {2, 2}),
-                                 2, Combiner::kMean, w);
+  absl::StatusOr<Tensor> back = embedding_combine_backward(
+      Tensor::from_vector<float>({1, 1, 1, 1}, {2, 2}), 2, Combiner::kMean, w);
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(*back, Tensor::from_vector<float>({1, 1, 0, 0, 0, 0, 0, 0}, {2, 2, 2}));
 }
@@ -137,26 +129,23 @@ TEST(EmbeddingCombineTest, SumAndMeanKnownValues) {
 TEST(EmbeddingCombineTest, GradientsMatchFiniteDifferences) {
   const Tensor e = random_tensor({3, 4, 2}, 41);
   const Tensor r = random_tensor({3, 2}, 42);
-  const Tensor w = Tensor::from_vector<double>(
-      {1, 0.5, 0, 2, 0, 0, 0, 0, 3, 1, 1, 1}, {3, 4});
+  const Tensor w = Tensor::from_vector<double>({1, 0.5, 0, 2, 0, 0, 0, 0, 3, 1, 1, 1}, {3, 4});
   for (const Combiner c : {Combiner::kSum, Combiner::kMean}) {
     for (const Tensor& weights : {Tensor(), w}) {
-      const std::string what = absl::StrCat(
-          c == Combiner::kSum ? "sum" : "mean",
-          weights.valid() ? " weighted" : " unweighted");
+      const std::string what = absl::StrCat(c == Combiner::kSum ? "sum" : "mean",
+                                            weights.valid() ? " weighted" : " unweighted");
       absl::StatusOr<Tensor> de = embedding_combine_backward(r, 4, c, weights);
       ASSERT_TRUE(de.ok()) << de.status();
       expect_gradient_matches(
-          [&](const Tensor& p) { return dot(*embedding_combine(p, c, weights), r); },
-          e, *de, what);
+          [&](const Tensor& p) { return dot(*embedding_combine(p, c, weights), r); }, e, *de, what);
     }
   }
 }
 
 TEST(EmbeddingCombineTest, RejectsBadInput) {
   const Tensor e(DType::kFloat32, {2, 3, 4});
-  absl::StatusOr<Tensor> out = embedding_combine(e, Combiner::kSum,
-                                                 Tensor(DType::kFloat32, {2, 2}));
+  absl::StatusOr<Tensor> out =
+      embedding_combine(e, Combiner::kSum, Tensor(DType::kFloat32, {2, 2}));
   EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(out.status().message()),
               HasSubstr("'weights' has shape [2, 2], expected [2, 3]"));

@@ -8,23 +8,22 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "psflow/status_macros.h"
 #include "nn/checks.h"
 #include "psflow/nn.h"
+#include "psflow/status_macros.h"
 
 namespace psflow::nn {
 namespace {
 
 constexpr double kTwoPi = 6.283185307179586476925286766559;
 
-absl::StatusOr<Tensor> make(absl::string_view fn, const Shape& shape,
-                            DType dtype) {
+absl::StatusOr<Tensor> make(absl::string_view fn, const Shape& shape, DType dtype) {
   if (dtype != DType::kFloat32 && dtype != DType::kFloat64) {
-    return internal::arg_error(
-        {fn, "dtype"}, absl::StrCat("is ", is_valid_dtype(static_cast<int>(dtype))
-                                               ? std::string(dtype_name(dtype))
-                                               : "invalid",
-                                    ", expected float32 or float64"));
+    return internal::arg_error({fn, "dtype"}, absl::StrCat("is ",
+                                                           is_valid_dtype(static_cast<int>(dtype))
+                                                               ? std::string(dtype_name(dtype))
+                                                               : "invalid",
+                                                           ", expected float32 or float64"));
   }
   absl::StatusOr<Tensor> t = Tensor::create(dtype, shape);
   if (!t.ok()) return internal::arg_error({fn, "shape"}, t.status().message());
@@ -32,9 +31,7 @@ absl::StatusOr<Tensor> make(absl::string_view fn, const Shape& shape,
 }
 
 // Uniform in [0, 1) with 53 random bits.
-double uniform01(std::mt19937_64& gen) {
-  return static_cast<double>(gen() >> 11) * 0x1.0p-53;
-}
+double uniform01(std::mt19937_64& gen) { return static_cast<double>(gen() >> 11) * 0x1.0p-53; }
 
 // Writes gen() converted to the tensor's dtype into every element.
 template <typename Gen>
@@ -45,11 +42,9 @@ void fill(Tensor& t, Gen&& gen) {
   });
 }
 
-absl::Status check_finite(absl::string_view fn, absl::string_view name,
-                          double value) {
+absl::Status check_finite(absl::string_view fn, absl::string_view name, double value) {
   if (std::isfinite(value)) return absl::OkStatus();
-  return internal::arg_error({fn, name},
-                             absl::StrCat("is ", value, ", expected a finite value"));
+  return internal::arg_error({fn, name}, absl::StrCat("is ", value, ", expected a finite value"));
 }
 
 }  // namespace
@@ -58,16 +53,14 @@ absl::StatusOr<Tensor> zeros(const Shape& shape, DType dtype) {
   return make("zeros", shape, dtype);
 }
 
-absl::StatusOr<Tensor> random_uniform(const Shape& shape, double minval,
-                                      double maxval, uint64_t seed,
-                                      DType dtype) {
+absl::StatusOr<Tensor> random_uniform(const Shape& shape, double minval, double maxval,
+                                      uint64_t seed, DType dtype) {
   constexpr absl::string_view kFn = "random_uniform";
   PSFLOW_RETURN_IF_ERROR(check_finite(kFn, "minval", minval));
   PSFLOW_RETURN_IF_ERROR(check_finite(kFn, "maxval", maxval));
   if (minval > maxval) {
-    return internal::arg_error(
-        {kFn, "maxval"}, absl::StrCat("is ", maxval, ", expected >= minval (",
-                                      minval, ")"));
+    return internal::arg_error({kFn, "maxval"},
+                               absl::StrCat("is ", maxval, ", expected >= minval (", minval, ")"));
   }
   PSFLOW_ASSIGN_OR_RETURN(Tensor t, make(kFn, shape, dtype));
   std::mt19937_64 gen(seed);
@@ -76,13 +69,12 @@ absl::StatusOr<Tensor> random_uniform(const Shape& shape, double minval,
   return t;
 }
 
-absl::StatusOr<Tensor> random_normal(const Shape& shape, double stddev,
-                                     uint64_t seed, DType dtype) {
+absl::StatusOr<Tensor> random_normal(const Shape& shape, double stddev, uint64_t seed,
+                                     DType dtype) {
   constexpr absl::string_view kFn = "random_normal";
   PSFLOW_RETURN_IF_ERROR(check_finite(kFn, "stddev", stddev));
   if (stddev < 0) {
-    return internal::arg_error({kFn, "stddev"},
-                               absl::StrCat("is ", stddev, ", expected >= 0"));
+    return internal::arg_error({kFn, "stddev"}, absl::StrCat("is ", stddev, ", expected >= 0"));
   }
   PSFLOW_ASSIGN_OR_RETURN(Tensor t, make(kFn, shape, dtype));
   std::mt19937_64 gen(seed);
@@ -104,8 +96,7 @@ absl::StatusOr<Tensor> random_normal(const Shape& shape, double stddev,
   return t;
 }
 
-absl::StatusOr<Tensor> glorot_uniform(const Shape& shape, uint64_t seed,
-                                      DType dtype) {
+absl::StatusOr<Tensor> glorot_uniform(const Shape& shape, uint64_t seed, DType dtype) {
   constexpr absl::string_view kFn = "glorot_uniform";
   PSFLOW_ASSIGN_OR_RETURN(Tensor t, make(kFn, shape, dtype));
   // Fans as Keras's _compute_fans.

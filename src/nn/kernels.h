@@ -24,11 +24,9 @@ template <typename T>
 void softmax_rows(const Tensor::ConstMat<T>& logits, Tensor::Mat<T>& probs,
                   Eigen::Array<T, Eigen::Dynamic, 1>* lse) {
   if (logits.cols() == 0) return;
-  const Eigen::Array<T, Eigen::Dynamic, 1> row_max =
-      logits.rowwise().maxCoeff().array();
+  const Eigen::Array<T, Eigen::Dynamic, 1> row_max = logits.rowwise().maxCoeff().array();
   probs.array() = (logits.array().colwise() - row_max).exp();
-  const Eigen::Array<T, Eigen::Dynamic, 1> sums =
-      probs.rowwise().sum().array();
+  const Eigen::Array<T, Eigen::Dynamic, 1> sums = probs.rowwise().sum().array();
   probs.array().colwise() /= sums;
   if (lse != nullptr) *lse = sums.log() + row_max;
 }

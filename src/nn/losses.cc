@@ -2,33 +2,31 @@
 #include <cstdint>
 
 #include "absl/strings/str_cat.h"
-#include "psflow/status_macros.h"
 #include "nn/checks.h"
 #include "nn/kernels.h"
 #include "psflow/nn.h"
+#include "psflow/status_macros.h"
 
 namespace psflow::nn {
 namespace {
 
 // x is a float [N, C] matrix.
-absl::Status check_rows(absl::string_view fn, absl::string_view name,
-                        const Tensor& x, absl::string_view layout) {
+absl::Status check_rows(absl::string_view fn, absl::string_view name, const Tensor& x,
+                        absl::string_view layout) {
   PSFLOW_RETURN_IF_ERROR(internal::check_float({fn, name}, x));
   return internal::check_rank({fn, name}, x, 2, layout);
 }
 
 template <typename L>
-absl::Status check_label_range(absl::string_view fn, const Tensor& labels,
-                               int64_t num_classes) {
+absl::Status check_label_range(absl::string_view fn, const Tensor& labels, int64_t num_classes) {
   const auto flat = labels.flat<L>();
   for (size_t i = 0; i < flat.size(); ++i) {
     const int64_t label = static_cast<int64_t>(flat[i]);
     if (label < 0 || label >= num_classes) {
       return internal::arg_error(
           {fn, "labels"},
-          absl::StrCat("has value ", label, " at index ", i,
-                       ", expected a class id in [0, ", num_classes,
-                       ") (the columns of 'logits')"));
+          absl::StrCat("has value ", label, " at index ", i, ", expected a class id in [0, ",
+                       num_classes, ") (the columns of 'logits')"));
     }
   }
   return absl::OkStatus();
@@ -71,9 +69,8 @@ LossResult binary_cross_entropy(const Tensor& logits, const Tensor& labels) {
   auto p = r.probabilities.mutable_vec<T>();
   internal::stable_sigmoid<T>(x, p);
   // max(x, 0) - x z + log(1 + exp(-|x|)): no overflow for any finite x.
-  const double total = (x.max(T(0)) - x * z + (-x.abs()).exp().log1p())
-                           .template cast<double>()
-                           .sum();
+  const double total =
+      (x.max(T(0)) - x * z + (-x.abs()).exp().log1p()).template cast<double>().sum();
   r.loss = total / static_cast<double>(n);
   r.d_logits.mutable_vec<T>() = (p - z) * (T(1) / static_cast<T>(n));
   return r;
@@ -86,15 +83,14 @@ absl::StatusOr<LossResult> sparse_softmax_cross_entropy(const Tensor& logits,
   constexpr absl::string_view kFn = "sparse_softmax_cross_entropy";
   PSFLOW_RETURN_IF_ERROR(check_rows(kFn, "logits", logits, "[N, C]"));
   PSFLOW_RETURN_IF_ERROR(internal::check_class_labels({kFn, "labels"}, labels));
-  PSFLOW_RETURN_IF_ERROR(internal::check_shape(
-      {kFn, "labels"}, labels, {logits.dim(0)}, "one class id per row of 'logits'"));
+  PSFLOW_RETURN_IF_ERROR(internal::check_shape({kFn, "labels"}, labels, {logits.dim(0)},
+                                               "one class id per row of 'logits'"));
   if (logits.dim(1) == 0 && logits.dim(0) > 0) {
-    return internal::arg_error(
-        {kFn, "logits"}, absl::StrCat("has shape ", shape_string(logits.shape()),
-                                      ", expected at least one class column"));
+    return internal::arg_error({kFn, "logits"},
+                               absl::StrCat("has shape ", shape_string(logits.shape()),
+                                            ", expected at least one class column"));
   }
-  return internal::visit_int(labels.dtype(), [&](auto label_zero)
-                                                  -> absl::StatusOr<LossResult> {
+  return internal::visit_int(labels.dtype(), [&](auto label_zero) -> absl::StatusOr<LossResult> {
     using L = decltype(label_zero);
     PSFLOW_RETURN_IF_ERROR(check_label_range<L>(kFn, labels, logits.dim(1)));
     return internal::visit_float(logits.dtype(), [&](auto zero) {
@@ -109,22 +105,20 @@ absl::StatusOr<LossResult> sigmoid_binary_cross_entropy(const Tensor& logits,
   PSFLOW_RETURN_IF_ERROR(internal::check_float({kFn, "logits"}, logits));
   if (!(logits.rank() == 1 || (logits.rank() == 2 && logits.dim(1) == 1))) {
     return internal::arg_error(
-        {kFn, "logits"}, absl::StrCat("has shape ", shape_string(logits.shape()),
-                                      ", expected [N] or [N, 1]"));
+        {kFn, "logits"},
+        absl::StrCat("has shape ", shape_string(logits.shape()), ", expected [N] or [N, 1]"));
   }
   PSFLOW_RETURN_IF_ERROR(internal::check_float({kFn, "labels"}, labels));
-  PSFLOW_RETURN_IF_ERROR(internal::check_shape({kFn, "labels"}, labels,
-                                               logits.shape(),
-                                               "the shape of 'logits'"));
-  return internal::visit_float(labels.dtype(), [&](auto label_zero)
-                                                   -> absl::StatusOr<LossResult> {
+  PSFLOW_RETURN_IF_ERROR(
+      internal::check_shape({kFn, "labels"}, labels, logits.shape(), "the shape of 'logits'"));
+  return internal::visit_float(labels.dtype(), [&](auto label_zero) -> absl::StatusOr<LossResult> {
     using Z = decltype(label_zero);
     const auto z = labels.flat<Z>();
     for (size_t i = 0; i < z.size(); ++i) {
       if (!(z[i] >= Z(0) && z[i] <= Z(1))) {
         return internal::arg_error(
-            {kFn, "labels"}, absl::StrCat("has value ", z[i], " at index ", i,
-                                          ", expected a value in [0, 1]"));
+            {kFn, "labels"},
+            absl::StrCat("has value ", z[i], " at index ", i, ", expected a value in [0, 1]"));
       }
     }
     return internal::visit_float(logits.dtype(), [&](auto zero) {
@@ -148,8 +142,8 @@ absl::StatusOr<Tensor> argmax_rows(const Tensor& x) {
   PSFLOW_RETURN_IF_ERROR(check_rows("argmax_rows", "x", x, "[N, C]"));
   if (x.dim(1) == 0 && x.dim(0) > 0) {
     return internal::arg_error(
-        {"argmax_rows", "x"}, absl::StrCat("has shape ", shape_string(x.shape()),
-                                           ", expected at least one column"));
+        {"argmax_rows", "x"},
+        absl::StrCat("has shape ", shape_string(x.shape()), ", expected at least one column"));
   }
   return internal::visit_float(x.dtype(), [&](auto zero) {
     using T = decltype(zero);

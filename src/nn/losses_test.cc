@@ -21,21 +21,19 @@ TEST(SoftmaxCrossEntropyTest, UniformLogitsGiveLogC) {
   absl::StatusOr<LossResult> r = sparse_softmax_cross_entropy(logits, labels);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_NEAR(r->loss, std::log(4.0), 1e-6);
-  EXPECT_EQ(r->probabilities,
-            Tensor::from_vector<float>(std::vector<float>(8, 0.25f), {2, 4}));
+  EXPECT_EQ(r->probabilities, Tensor::from_vector<float>(std::vector<float>(8, 0.25f), {2, 4}));
   // (p - onehot) / N.
-  EXPECT_TRUE(all_close(r->d_logits,
-                        Tensor::from_vector<float>({0.125f, -0.375f, 0.125f, 0.125f,
-                                                    0.125f, 0.125f, 0.125f, -0.375f},
-                                                   {2, 4}))
+  EXPECT_TRUE(all_close(r->d_logits, Tensor::from_vector<float>({0.125f, -0.375f, 0.125f, 0.125f,
+                                                                 0.125f, 0.125f, 0.125f, -0.375f},
+                                                                {2, 4}))
                   .ok());
 }
 
 TEST(SoftmaxCrossEntropyTest, KnownValue) {
   // p = [1/4, 3/4]; label 1 -> -log(3/4).
   const Tensor logits = Tensor::from_vector<double>({0, std::log(3.0)}, {1, 2});
-  absl::StatusOr<LossResult> r = sparse_softmax_cross_entropy(
-      logits, Tensor::from_vector<int64_t>({1}, {1}));
+  absl::StatusOr<LossResult> r =
+      sparse_softmax_cross_entropy(logits, Tensor::from_vector<int64_t>({1}, {1}));
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_NEAR(r->loss, std::log(4.0 / 3.0), 1e-15);
   EXPECT_NEAR(r->d_logits.at<double>({0, 0}), 0.25, 1e-15);
@@ -44,8 +42,8 @@ TEST(SoftmaxCrossEntropyTest, KnownValue) {
 
 TEST(SoftmaxCrossEntropyTest, StableForHugeLogits) {
   const Tensor logits = Tensor::from_vector<float>({1000, 0, -1000, 0}, {2, 2});
-  absl::StatusOr<LossResult> r = sparse_softmax_cross_entropy(
-      logits, Tensor::from_vector<uint8_t>({0, 0}, {2}));
+  absl::StatusOr<LossResult> r =
+      sparse_softmax_cross_entropy(logits, Tensor::from_vector<uint8_t>({0, 0}, {2}));
   ASSERT_TRUE(r.ok()) << r.status();
   // Row 0 is certain and right (0), row 1 is certain and wrong (1000).
   EXPECT_NEAR(r->loss, 500.0, 1e-3);
@@ -58,20 +56,18 @@ TEST(SoftmaxCrossEntropyTest, GradientMatchesFiniteDifferences) {
   absl::StatusOr<LossResult> r = sparse_softmax_cross_entropy(logits, labels);
   ASSERT_TRUE(r.ok()) << r.status();
   expect_gradient_matches(
-      [&](const Tensor& p) {
-        return sparse_softmax_cross_entropy(p, labels)->loss;
-      },
-      logits, r->d_logits, "softmax cross-entropy d_logits");
+      [&](const Tensor& p) { return sparse_softmax_cross_entropy(p, labels)->loss; }, logits,
+      r->d_logits, "softmax cross-entropy d_logits");
 }
 
 TEST(SoftmaxCrossEntropyTest, LabelDtypesAgree) {
   const Tensor logits = random_tensor({3, 4}, 22);
-  absl::StatusOr<LossResult> a = sparse_softmax_cross_entropy(
-      logits, Tensor::from_vector<int32_t>({3, 0, 1}, {3}));
-  absl::StatusOr<LossResult> b = sparse_softmax_cross_entropy(
-      logits, Tensor::from_vector<int64_t>({3, 0, 1}, {3}));
-  absl::StatusOr<LossResult> c = sparse_softmax_cross_entropy(
-      logits, Tensor::from_vector<uint8_t>({3, 0, 1}, {3}));
+  absl::StatusOr<LossResult> a =
+      sparse_softmax_cross_entropy(logits, Tensor::from_vector<int32_t>({3, 0, 1}, {3}));
+  absl::StatusOr<LossResult> b =
+      sparse_softmax_cross_entropy(logits, Tensor::from_vector<int64_t>({3, 0, 1}, {3}));
+  absl::StatusOr<LossResult> c =
+      sparse_softmax_cross_entropy(logits, Tensor::from_vector<uint8_t>({3, 0, 1}, {3}));
   ASSERT_TRUE(a.ok() && b.ok() && c.ok());
   EXPECT_EQ(a->loss, b->loss);
   EXPECT_EQ(a->loss, c->loss);
@@ -79,8 +75,8 @@ TEST(SoftmaxCrossEntropyTest, LabelDtypesAgree) {
 }
 
 TEST(SoftmaxCrossEntropyTest, EmptyBatch) {
-  absl::StatusOr<LossResult> r = sparse_softmax_cross_entropy(
-      Tensor(DType::kFloat32, {0, 3}), Tensor(DType::kInt32, {0}));
+  absl::StatusOr<LossResult> r =
+      sparse_softmax_cross_entropy(Tensor(DType::kFloat32, {0, 3}), Tensor(DType::kInt32, {0}));
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->loss, 0.0);
   EXPECT_EQ(r->d_logits.shape(), (Shape{0, 3}));
@@ -88,8 +84,8 @@ TEST(SoftmaxCrossEntropyTest, EmptyBatch) {
 
 TEST(SoftmaxCrossEntropyTest, RejectsBadInput) {
   const Tensor logits(DType::kFloat32, {2, 3});
-  absl::StatusOr<LossResult> r = sparse_softmax_cross_entropy(
-      logits, Tensor::from_vector<int32_t>({0, 3}, {2}));
+  absl::StatusOr<LossResult> r =
+      sparse_softmax_cross_entropy(logits, Tensor::from_vector<int32_t>({0, 3}, {2}));
   EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(r.status().message()),
               HasSubstr("'labels' has value 3 at index 1, expected a class id in [0, 3)"));
@@ -147,25 +143,25 @@ TEST(SigmoidCrossEntropyTest, GradientMatchesFiniteDifferences) {
   absl::StatusOr<LossResult> r = sigmoid_binary_cross_entropy(logits, labels);
   ASSERT_TRUE(r.ok()) << r.status();
   expect_gradient_matches(
-      [&](const Tensor& p) { return sigmoid_binary_cross_entropy(p, labels)->loss; },
-      logits, r->d_logits, "sigmoid cross-entropy d_logits");
+      [&](const Tensor& p) { return sigmoid_binary_cross_entropy(p, labels)->loss; }, logits,
+      r->d_logits, "sigmoid cross-entropy d_logits");
 }
 
 TEST(SigmoidCrossEntropyTest, RejectsBadInput) {
   const Tensor logits(DType::kFloat32, {3});
-  absl::StatusOr<LossResult> r = sigmoid_binary_cross_entropy(
-      logits, Tensor::from_vector<float>({0, 1.5f, 1}, {3}));
+  absl::StatusOr<LossResult> r =
+      sigmoid_binary_cross_entropy(logits, Tensor::from_vector<float>({0, 1.5f, 1}, {3}));
   EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(r.status().message()),
               HasSubstr("'labels' has value 1.5 at index 1, expected a value in [0, 1]"));
 
-  r = sigmoid_binary_cross_entropy(logits,
-                                   Tensor::from_vector<float>({0, NAN, 1}, {3}));
+  r = sigmoid_binary_cross_entropy(logits, Tensor::from_vector<float>({0, NAN, 1}, {3}));
   EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
 
   r = sigmoid_binary_cross_entropy(logits, Tensor::from_vector<float>({0, 1, 1}, {3, 1}));
   EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(std::string(r.status().message()), HasSubstr("'labels' has shape [3, 1], expected [3]"));
+  EXPECT_THAT(std::string(r.status().message()),
+              HasSubstr("'labels' has shape [3, 1], expected [3]"));
 
   r = sigmoid_binary_cross_entropy(Tensor(DType::kFloat32, {3, 2}),
                                    Tensor(DType::kFloat32, {3, 2}));

@@ -26,9 +26,8 @@ Mean::State Mean::snapshot() const {
 
 absl::Status Mean::update(double value, double weight) {
   if (!(std::isfinite(weight) && weight >= 0)) {
-    return internal::arg_error(
-        {"Mean::update", "weight"},
-        absl::StrCat("is ", weight, ", expected a finite value >= 0"));
+    return internal::arg_error({"Mean::update", "weight"},
+                               absl::StrCat("is ", weight, ", expected a finite value >= 0"));
   }
   absl::MutexLock lock(&mu_);
   state_.total += value * weight;
@@ -74,14 +73,12 @@ Structure Mean::to_structure() const {
 
 absl::StatusOr<Mean> Mean::from_structure(const Structure& s) {
   PSFLOW_RETURN_IF_ERROR(internal::check_metric_dict(s, kName, {"total", "count"}));
-  PSFLOW_ASSIGN_OR_RETURN(const double total,
-                          internal::read_float(s, kName, "total", true));
-  PSFLOW_ASSIGN_OR_RETURN(const double count,
-                          internal::read_float(s, kName, "count", false));
+  PSFLOW_ASSIGN_OR_RETURN(const double total, internal::read_float(s, kName, "total", true));
+  PSFLOW_ASSIGN_OR_RETURN(const double count, internal::read_float(s, kName, "count", false));
   if (count < 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "nn metric 'mean': from_structure: 'count' is ", count,
-        ", expected a float >= 0 (a sum of weights)"));
+    return absl::InvalidArgumentError(absl::StrCat("nn metric 'mean': from_structure: 'count' is ",
+                                                   count,
+                                                   ", expected a float >= 0 (a sum of weights)"));
   }
   Mean m;
   {

@@ -15,52 +15,35 @@ absl::Status state_error(absl::string_view metric, absl::string_view detail) {
       absl::StrCat("nn metric '", metric, "': from_structure: ", detail));
 }
 
-std::string kind_name(Structure::Kind kind) {
-  switch (kind) {
-    case Structure::Kind::kNone: return "None";
-    case Structure::Kind::kTensor: return "tensor";
-    case Structure::Kind::kInt: return "int";
-    case Structure::Kind::kFloat: return "float";
-    case Structure::Kind::kBool: return "bool";
-    case Structure::Kind::kString: return "string";
-    case Structure::Kind::kTuple: return "tuple";
-    case Structure::Kind::kList: return "list";
-    case Structure::Kind::kDict: return "dict";
-  }
-  return "unknown";
-}
-
 }  // namespace
 
 absl::Status check_metric_dict(const Structure& s, absl::string_view metric,
                                std::initializer_list<absl::string_view> fields) {
   std::vector<std::string> expected = {std::string(kMetricKey)};
   for (absl::string_view f : fields) expected.emplace_back(f);
-  const std::string expected_text =
-      absl::StrCat("{'", absl::StrJoin(expected, "', '"), "'}");
+  const std::string expected_text = absl::StrCat("{'", absl::StrJoin(expected, "', '"), "'}");
   if (!s.is_dict()) {
-    return state_error(metric, absl::StrCat("got kind '", kind_name(s.kind()), "'",
-                                            ", expected a dict with keys ",
-                                            expected_text));
+    return state_error(metric, absl::StrCat("got kind '", av(kind_name(s.kind())), "'",
+                                            ", expected a dict with keys ", expected_text));
   }
   for (const auto& [key, value] : s.fields()) {
     bool known = false;
     for (const std::string& e : expected) known = known || key == e;
     if (!known) {
-      return state_error(metric, absl::StrCat("unexpected key '", key,
-                                              "', expected keys ", expected_text));
+      return state_error(metric,
+                         absl::StrCat("unexpected key '", key, "', expected keys ", expected_text));
     }
   }
   for (const std::string& e : expected) {
     if (s.fields().find(e) == s.fields().end()) {
-      return state_error(metric, absl::StrCat("missing key '", e,
-                                              "', expected keys ", expected_text));
+      return state_error(metric,
+                         absl::StrCat("missing key '", e, "', expected keys ", expected_text));
     }
   }
   const Structure& name = s[sv(kMetricKey)];
   if (name.kind() != Structure::Kind::kString || name.string_value() != metric) {
-    return state_error(metric, absl::StrCat("'metric' is ", name.debug_string(),
-                                            ", expected '", metric, "'"));
+    return state_error(
+        metric, absl::StrCat("'metric' is ", name.debug_string(), ", expected '", metric, "'"));
   }
   return absl::OkStatus();
 }
@@ -69,8 +52,8 @@ absl::StatusOr<int64_t> read_count(const Structure& s, absl::string_view metric,
                                    absl::string_view key) {
   const Structure& v = s[sv(key)];
   if (v.kind() != Structure::Kind::kInt || v.int_value() < 0) {
-    return state_error(metric, absl::StrCat("'", key, "' is ", v.debug_string(),
-                                            ", expected an int >= 0"));
+    return state_error(metric,
+                       absl::StrCat("'", key, "' is ", v.debug_string(), ", expected an int >= 0"));
   }
   return v.int_value();
 }
@@ -81,9 +64,8 @@ absl::StatusOr<double> read_float(const Structure& s, absl::string_view metric,
   if (v.kind() != Structure::Kind::kFloat ||
       (!allow_non_finite && !std::isfinite(v.float_value()))) {
     return state_error(metric, absl::StrCat("'", key, "' is ", v.debug_string(),
-                                            allow_non_finite
-                                                ? ", expected a float"
-                                                : ", expected a finite float"));
+                                            allow_non_finite ? ", expected a float"
+                                                             : ", expected a finite float"));
   }
   return v.float_value();
 }
@@ -91,52 +73,49 @@ absl::StatusOr<double> read_float(const Structure& s, absl::string_view metric,
 absl::Status add_count(absl::string_view metric, int64_t add, int64_t* total) {
   int64_t sum = 0;
   if (__builtin_add_overflow(*total, add, &sum)) {
-    return absl::OutOfRangeError(absl::StrCat(
-        "nn metric '", metric, "': count ", *total, " + ", add,
-        " overflows int64; reset() the metric or merge fewer partial states"));
+    return absl::OutOfRangeError(
+        absl::StrCat("nn metric '", metric, "': count ", *total, " + ", add,
+                     " overflows int64; reset() the metric or merge fewer partial states"));
   }
   *total = sum;
   return absl::OkStatus();
 }
 
-absl::Status check_correct_le_count(absl::string_view metric, int64_t correct,
-                                    int64_t count) {
+absl::Status check_correct_le_count(absl::string_view metric, int64_t correct, int64_t count) {
   if (correct <= count) return absl::OkStatus();
-  return state_error(metric, absl::StrCat("'correct' is ", correct,
-                                          ", expected at most 'count' (", count,
-                                          ")"));
+  return state_error(
+      metric, absl::StrCat("'correct' is ", correct, ", expected at most 'count' (", count, ")"));
 }
 
 absl::Status check_binary_pair(absl::string_view fn, const Tensor& labels,
                                const Tensor& predictions) {
   PSFLOW_RETURN_IF_ERROR(check_float({fn, "predictions"}, predictions));
   switch (labels.dtype()) {
-    case DType::kFloat32: case DType::kFloat64: case DType::kInt32:
-    case DType::kInt64: case DType::kUInt8: case DType::kBool:
-      break;
+    case DType::kFloat32:
+    case DType::kFloat64:
+    case DType::kInt32:
+    case DType::kInt64:
+    case DType::kUInt8:
+    case DType::kBool: break;
     default:
-      return arg_error({fn, "labels"},
-                       absl::StrCat("has dtype ",
-                                    labels.valid() ? av(dtype_name(labels.dtype()))
-                                                   : "invalid",
-                                    ", expected a numeric or bool dtype"));
+      return arg_error(
+          {fn, "labels"},
+          absl::StrCat("has dtype ", labels.valid() ? av(dtype_name(labels.dtype())) : "invalid",
+                       ", expected a numeric or bool dtype"));
   }
   const Shape& a = labels.shape();
   const Shape& b = predictions.shape();
-  const bool column_pair =
-      (a.size() == 1 && b.size() == 2 && b[1] == 1 && a[0] == b[0]) ||
-      (b.size() == 1 && a.size() == 2 && a[1] == 1 && a[0] == b[0]);
+  const bool column_pair = (a.size() == 1 && b.size() == 2 && b[1] == 1 && a[0] == b[0]) ||
+                           (b.size() == 1 && a.size() == 2 && a[1] == 1 && a[0] == b[0]);
   if (a == b || column_pair) return absl::OkStatus();
   return arg_error({fn, "labels"},
-                   absl::StrCat("has shape ", shape_string(a), ", expected ",
-                                shape_string(b),
+                   absl::StrCat("has shape ", shape_string(a), ", expected ", shape_string(b),
                                 " (the shape of 'predictions'; [N] and [N, 1] "
                                 "also pair up)"));
 }
 
 absl::Status bad_binary_label(absl::string_view fn, double value, int64_t index) {
-  return arg_error({fn, "labels"}, absl::StrCat("has value ", value,
-                                                " at flat index ", index,
+  return arg_error({fn, "labels"}, absl::StrCat("has value ", value, " at flat index ", index,
                                                 ", expected 0 or 1"));
 }
 

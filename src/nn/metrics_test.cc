@@ -75,11 +75,11 @@ TEST(MeanTest, RoundTripsAndValidatesStructure) {
        "unexpected key 'x'"},
       {Structure::dict({{"metric", "auc"}, {"total", 1.0}, {"count", 1.0}}),
        "'metric' is 'auc', expected 'mean'"},
-      {Structure::dict({{"metric", "mean"}, {"total", 1.0}, {"count", -1.0}}),
-       "'count' is -1"},
+      {Structure::dict({{"metric", "mean"}, {"total", 1.0}, {"count", -1.0}}), "'count' is -1"},
       {Structure::dict({{"metric", "mean"}, {"total", 1}, {"count", 1.0}}),
        "'total' is 1, expected a float"},
-      {Structure::dict({{"metric", "mean"}, {"total", 1.0},
+      {Structure::dict({{"metric", "mean"},
+                        {"total", 1.0},
                         {"count", std::numeric_limits<double>::infinity()}}),
        "expected a finite float"},
   };
@@ -105,22 +105,20 @@ TEST(MeanTest, ConcurrentUpdatesAreAllCounted) {
 
 TEST(SparseCategoricalAccuracyTest, CountsArgmaxHits) {
   SparseCategoricalAccuracy acc;
-  const Tensor predictions = Tensor::from_vector<float>(
-      {0.1f, 0.8f, 0.1f,   // argmax 1
-       0.5f, 0.2f, 0.3f,   // argmax 0
-       0.3f, 0.3f, 0.4f,   // argmax 2
-       0.4f, 0.4f, 0.2f},  // tie: argmax 0
-      {4, 3});
-  ASSERT_TRUE(
-      acc.update(Tensor::from_vector<int32_t>({1, 0, 1, 0}, {4}), predictions).ok());
+  const Tensor predictions = Tensor::from_vector<float>({0.1f, 0.8f, 0.1f,   // argmax 1
+                                                         0.5f, 0.2f, 0.3f,   // argmax 0
+                                                         0.3f, 0.3f, 0.4f,   // argmax 2
+                                                         0.4f, 0.4f, 0.2f},  // tie: argmax 0
+                                                        {4, 3});
+  ASSERT_TRUE(acc.update(Tensor::from_vector<int32_t>({1, 0, 1, 0}, {4}), predictions).ok());
   EXPECT_DOUBLE_EQ(acc.result(), 0.75);
-  ASSERT_TRUE(
-      acc.update(Tensor::from_vector<uint8_t>({2, 2, 2, 2}, {4, 1}), predictions).ok());
+  ASSERT_TRUE(acc.update(Tensor::from_vector<uint8_t>({2, 2, 2, 2}, {4, 1}), predictions).ok());
   EXPECT_DOUBLE_EQ(acc.result(), 4.0 / 8.0);
 
   absl::Status s = acc.update(Tensor::from_vector<int64_t>({1, 0, 3, 0}, {4}), predictions);
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(message(s), HasSubstr("'labels' has value 3 at index 2, expected a class id in [0, 3)"));
+  EXPECT_THAT(message(s),
+              HasSubstr("'labels' has value 3 at index 2, expected a class id in [0, 3)"));
   s = acc.update(Tensor::from_vector<int64_t>({1, 0}, {2}), predictions);
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(message(s), HasSubstr("expected [4] or [4, 1]"));
@@ -139,32 +137,29 @@ TEST(SparseCategoricalAccuracyTest, MergeRoundTripAndValidation) {
   ASSERT_TRUE(b2.ok()) << b2.status();
   ASSERT_TRUE(a.merge(*b2).ok());
   EXPECT_DOUBLE_EQ(a.result(), 0.75);
-  EXPECT_EQ(a.to_structure(),
-            Structure::dict({{"metric", "sparse_categorical_accuracy"},
-                             {"correct", 3},
-                             {"count", 4}}));
+  EXPECT_EQ(
+      a.to_structure(),
+      Structure::dict({{"metric", "sparse_categorical_accuracy"}, {"correct", 3}, {"count", 4}}));
 
-  absl::StatusOr<SparseCategoricalAccuracy> bad =
-      SparseCategoricalAccuracy::from_structure(Structure::dict(
-          {{"metric", "sparse_categorical_accuracy"}, {"correct", 5}, {"count", 4}}));
+  absl::StatusOr<SparseCategoricalAccuracy> bad = SparseCategoricalAccuracy::from_structure(
+      Structure::dict({{"metric", "sparse_categorical_accuracy"}, {"correct", 5}, {"count", 4}}));
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(message(bad.status()), HasSubstr("'correct' is 5, expected at most 'count' (4)"));
-  bad = SparseCategoricalAccuracy::from_structure(Structure::dict(
-      {{"metric", "sparse_categorical_accuracy"}, {"correct", -1}, {"count", 4}}));
+  bad = SparseCategoricalAccuracy::from_structure(
+      Structure::dict({{"metric", "sparse_categorical_accuracy"}, {"correct", -1}, {"count", 4}}));
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(message(bad.status()), HasSubstr("'correct' is -1, expected an int >= 0"));
 }
 
 TEST(SparseCategoricalAccuracyTest, MergeOverflowIsAnErrorAndChangesNothing) {
   const int64_t max = std::numeric_limits<int64_t>::max();
-  absl::StatusOr<SparseCategoricalAccuracy> big =
-      SparseCategoricalAccuracy::from_structure(Structure::dict(
-          {{"metric", "sparse_categorical_accuracy"}, {"correct", 0}, {"count", max}}));
+  absl::StatusOr<SparseCategoricalAccuracy> big = SparseCategoricalAccuracy::from_structure(
+      Structure::dict({{"metric", "sparse_categorical_accuracy"}, {"correct", 0}, {"count", max}}));
   ASSERT_TRUE(big.ok()) << big.status();
   SparseCategoricalAccuracy one;
-  ASSERT_TRUE(one.update(Tensor::from_vector<int32_t>({0}, {1}),
-                         Tensor::from_vector<float>({1, 0}, {1, 2}))
-                  .ok());
+  ASSERT_TRUE(
+      one.update(Tensor::from_vector<int32_t>({0}, {1}), Tensor::from_vector<float>({1, 0}, {1, 2}))
+          .ok());
   absl::Status s = big->merge(one);
   EXPECT_EQ(s.code(), absl::StatusCode::kOutOfRange);
   EXPECT_EQ(big->to_structure()["correct"].int_value(), 0);
@@ -180,12 +175,14 @@ TEST(BinaryAccuracyTest, ThresholdsPredictions) {
   EXPECT_DOUBLE_EQ(acc.result(), 0.5);
 
   BinaryAccuracy strict(0.7);
-  ASSERT_TRUE(strict.update(Tensor::from_vector<uint8_t>({1, 0, 0}, {3, 1}),
-                            Tensor::from_vector<double>({0.9, 0.6, 0.8}, {3}))
+  ASSERT_TRUE(strict
+                  .update(Tensor::from_vector<uint8_t>({1, 0, 0}, {3, 1}),
+                          Tensor::from_vector<double>({0.9, 0.6, 0.8}, {3}))
                   .ok());
   EXPECT_DOUBLE_EQ(strict.result(), 2.0 / 3.0);
-  ASSERT_TRUE(strict.update(Tensor::from_vector<bool>({true, false}, {2}),
-                            Tensor::from_vector<double>({0.71, 0.7}, {2}))
+  ASSERT_TRUE(strict
+                  .update(Tensor::from_vector<bool>({true, false}, {2}),
+                          Tensor::from_vector<double>({0.71, 0.7}, {2}))
                   .ok());
   EXPECT_DOUBLE_EQ(strict.result(), 4.0 / 5.0);
 
@@ -205,12 +202,10 @@ TEST(BinaryAccuracyTest, ThresholdsPredictions) {
 
 TEST(BinaryAccuracyTest, MergeRoundTripAndValidation) {
   BinaryAccuracy a(0.3), b(0.3), other(0.5);
-  ASSERT_TRUE(a.update(Tensor::from_vector<float>({1}, {1}),
-                       Tensor::from_vector<float>({0.4f}, {1}))
-                  .ok());
-  ASSERT_TRUE(b.update(Tensor::from_vector<float>({1}, {1}),
-                       Tensor::from_vector<float>({0.2f}, {1}))
-                  .ok());
+  ASSERT_TRUE(
+      a.update(Tensor::from_vector<float>({1}, {1}), Tensor::from_vector<float>({0.4f}, {1})).ok());
+  ASSERT_TRUE(
+      b.update(Tensor::from_vector<float>({1}, {1}), Tensor::from_vector<float>({0.2f}, {1})).ok());
   absl::StatusOr<BinaryAccuracy> b2 = BinaryAccuracy::from_structure(b.to_structure());
   ASSERT_TRUE(b2.ok()) << b2.status();
   EXPECT_EQ(b2->threshold(), 0.3);

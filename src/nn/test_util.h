@@ -16,8 +16,7 @@
 namespace psflow::nn::testing {
 
 // Normal(0, stddev) float64 values.
-inline Tensor random_tensor(const Shape& shape, uint64_t seed,
-                            double stddev = 1.0) {
+inline Tensor random_tensor(const Shape& shape, uint64_t seed, double stddev = 1.0) {
   absl::StatusOr<Tensor> t = random_normal(shape, stddev, seed, DType::kFloat64);
   EXPECT_TRUE(t.ok()) << t.status();
   return *t;
@@ -31,9 +30,9 @@ inline double dot(const Tensor& a, const Tensor& b) {
 
 // Checks `analytic` (same shape as `x`) against central differences of the
 // scalar function `f` at `x`, element by element, with a relative tolerance.
-inline void expect_gradient_matches(
-    const std::function<double(const Tensor&)>& f, const Tensor& x,
-    const Tensor& analytic, const std::string& what, double tolerance = 1e-6) {
+inline void expect_gradient_matches(const std::function<double(const Tensor&)>& f, const Tensor& x,
+                                    const Tensor& analytic, const std::string& what,
+                                    double tolerance = 1e-6) {
   ASSERT_EQ(x.dtype(), DType::kFloat64) << what;
   ASSERT_EQ(analytic.dtype(), DType::kFloat64) << what;
   ASSERT_EQ(analytic.shape(), x.shape()) << what;

@@ -89,20 +89,17 @@ absl::Status TensorProtoReader::merge(WireStream& stream, const WireStream::Fiel
         break;
       case kTensorStringVal:
         if (field.wire_type != WireType::kLengthDelimited) {
-          return stream.wrong_type(field, "TensorProto.string_val",
-                                   WireType::kLengthDelimited);
+          return stream.wrong_type(field, "TensorProto.string_val", WireType::kLengthDelimited);
         }
         // Bounds the memory empty entries (2 bytes on the wire each) take.
         if (strings_.size() >= limits_.max_message_bytes / sizeof(std::string)) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              "tensor has more than ", strings_.size(), " string_val entries"));
+          return absl::InvalidArgumentError(
+              absl::StrCat("tensor has more than ", strings_.size(), " string_val entries"));
         }
         PSFLOW_RETURN_IF_ERROR(stream.read_bytes(field, &strings_.emplace_back()));
         ++fields_.string_count;
         break;
-      default:
-        PSFLOW_RETURN_IF_ERROR(stream.skip_unknown(field));
-        break;
+      default: PSFLOW_RETURN_IF_ERROR(stream.skip_unknown(field)); break;
     }
   }
   stream.leave(outer);

@@ -5,8 +5,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "psflow/status_macros.h"
 #include "base/strings.h"
+#include "psflow/status_macros.h"
 
 namespace psflow {
 
@@ -38,10 +38,10 @@ absl::Status WireStream::malformed(std::string_view what) const {
 
 absl::Status WireStream::wrong_type(const Field& field, std::string_view field_name,
                                     WireType expected) const {
-  return absl::InvalidArgumentError(absl::StrCat(
-      "malformed ", av(message_), ": field ", field.number, " (", av(field_name), ") is ",
-      av(internal::wire_type_name(field.wire_type)), ", expected ",
-      av(internal::wire_type_name(expected))));
+  return absl::InvalidArgumentError(
+      absl::StrCat("malformed ", av(message_), ": field ", field.number, " (", av(field_name),
+                   ") is ", av(internal::wire_type_name(field.wire_type)), ", expected ",
+                   av(internal::wire_type_name(expected))));
 }
 
 bool WireStream::read_varint(uint64_t* value, int max_bytes) {
@@ -96,10 +96,8 @@ absl::Status WireStream::next(Field* field) {
           return absl::OkStatus();
         }
         continue;
-      case static_cast<uint32_t>(WireType::kEndGroup):
-        return malformed("unmatched end-group tag");
-      default:
-        return malformed(absl::StrCat("invalid wire type ", type));
+      case static_cast<uint32_t>(WireType::kEndGroup): return malformed("unmatched end-group tag");
+      default: return malformed(absl::StrCat("invalid wire type ", type));
     }
   }
 }
@@ -118,30 +116,20 @@ absl::Status WireStream::skip_group(uint32_t number) {
     uint64_t scratch = 0;
     bool ok = true;
     switch (tag & 7) {
-      case 0:
-        ok = read_varint(&scratch, kMaxVarintBytes);
-        break;
-      case 1:
-        ok = in_->Skip(8);
-        break;
+      case 0: ok = read_varint(&scratch, kMaxVarintBytes); break;
+      case 1: ok = in_->Skip(8); break;
       case 2:
         ok = read_varint(&scratch, kMaxTagBytes) &&
              scratch <= static_cast<uint64_t>(std::max(in_->BytesUntilLimit(), 0)) &&
              in_->Skip(static_cast<int>(scratch));
         break;
-      case 3:
-        open.push_back(inner);
-        break;
+      case 3: open.push_back(inner); break;
       case 4:
         ok = inner == open.back();
         open.pop_back();
         break;
-      case 5:
-        ok = in_->Skip(4);
-        break;
-      default:
-        ok = false;
-        break;
+      case 5: ok = in_->Skip(4); break;
+      default: ok = false; break;
     }
     if (!ok) return malformed("malformed or truncated group");
   }

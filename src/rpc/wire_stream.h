@@ -37,8 +37,7 @@ class WireStream {
 
   // `message` names the top-level message type in errors; `size` is its
   // length in bytes (the stream may hold nothing after it).
-  WireStream(google::protobuf::io::CodedInputStream* in, size_t size,
-             std::string_view message);
+  WireStream(google::protobuf::io::CodedInputStream* in, size_t size, std::string_view message);
 
   // True when the current message (the top level, or the one entered last)
   // has no more fields.

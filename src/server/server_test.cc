@@ -11,10 +11,10 @@
 #include "absl/time/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "rpc/address.h"
 #include "psflow/v1/task.grpc.pb.h"
+#include "rpc/address.h"
 #include "rpc/channel.h"
-#include "server/task_status.h"
+#include "rpc/task_status.h"
 
 namespace psflow {
 namespace {

@@ -13,19 +13,19 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "base/logging.h"
-#include "psflow/status_macros.h"
 #include "base/strings.h"
+#include "ps/client/retrying_variable_client.h"
+#include "ps/client/variable_client.h"
+#include "ps/server/variable_service.h"
 #include "psflow/server.h"
+#include "psflow/status_macros.h"
+#include "psflow/variable_handle.h"
 #include "rpc/address.h"
 #include "rpc/allocator_tuning.h"
+#include "rpc/bind_diagnosis.h"
 #include "rpc/channel.h"
-#include "server/bind_diagnosis.h"
-#include "server/executor_service.h"
-#include "server/task_status.h"
-#include "server/variable_service.h"
-#include "ps/retrying_variable_client.h"
-#include "ps/variable_client.h"
-#include "psflow/variable_handle.h"
+#include "rpc/task_status.h"
+#include "worker/executor_service.h"
 
 namespace psflow {
 namespace {
@@ -81,11 +81,10 @@ class TaskServer final : public Server {
       VariableServiceOptions service_options;
       service_options.max_message_bytes = static_cast<size_t>(options_.max_message_bytes);
       service_ = std::make_unique<VariableServiceImpl>(
-          &status_, std::make_shared<VariableStore>(options_.non_finite_updates),
-          service_options);
+          &status_, std::make_shared<VariableStore>(options_.non_finite_updates), service_options);
     } else {
-      service_ = std::make_unique<ExecutorServiceImpl>(&status_,
-                                                       executor_options(spec, index_, options_));
+      service_ =
+          std::make_unique<ExecutorServiceImpl>(&status_, executor_options(spec, index_, options_));
     }
   }
 
@@ -141,16 +140,13 @@ class TaskServer final : public Server {
     {
       absl::MutexLock lock(&mu_);
       switch (state_) {
-        case State::kNew:
-          state_ = State::kStopped;
-          return;
+        case State::kNew: state_ = State::kStopped; return;
         case State::kStopping:
           // Another thread is stopping it: return only once it is down.
           mu_.Await(absl::Condition(
               +[](State* state) { return *state == State::kStopped; }, &state_));
           return;
-        case State::kStopped:
-          return;
+        case State::kStopped: return;
         case State::kRunning:
           state_ = State::kStopping;
           server = server_.get();
@@ -218,9 +214,9 @@ absl::StatusOr<std::unique_ptr<Server>> Server::create(const ClusterSpec& spec,
         kMaxResultCacheEntries, " (0 keeps no results)"));
   }
   if (options.result_cache_bytes < 0 || options.result_cache_bytes > kMaxResultCacheBytes) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "result cache bytes ", options.result_cache_bytes, " is out of range; use 0 to ",
-        kMaxResultCacheBytes, " (64 GiB)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("result cache bytes ", options.result_cache_bytes,
+                     " is out of range; use 0 to ", kMaxResultCacheBytes, " (64 GiB)"));
   }
   std::string bind =
       options.bind_address.empty() ? default_bind_address(host_port) : options.bind_address;
@@ -229,8 +225,9 @@ absl::StatusOr<std::unique_ptr<Server>> Server::create(const ClusterSpec& spec,
   if (!options.bind_address.empty()) {
     PSFLOW_RETURN_IF_ERROR(parse_host_port(bind).status());
   }
-  return std::unique_ptr<Server>(new TaskServer(
-      spec, std::move(job_name), task_index, std::move(host_port), std::move(bind), std::move(options)));
+  return std::unique_ptr<Server>(new TaskServer(spec, std::move(job_name), task_index,
+                                                std::move(host_port), std::move(bind),
+                                                std::move(options)));
 }
 
 }  // namespace psflow

@@ -2,6 +2,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "ps/server/local_variable_client.h"
 #include "psflow/cluster_spec.h"
 #include "strategy/name_registry.h"
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-#include "ps/variable_client.h"
+#include "ps/client/variable_client.h"
 
 namespace psflow::internal {
 

@@ -6,9 +6,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "psflow/status_macros.h"
 #include "base/strings.h"
-#include "ps/optimizer.h"
+#include "optimizer/optimizer.h"
+#include "psflow/status_macros.h"
 #include "psflow/strategy.h"
 #include "strategy/request_batch.h"
 #include "strategy/rows.h"

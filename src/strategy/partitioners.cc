@@ -24,16 +24,15 @@ absl::Status check_rank(const Shape& shape, std::string_view partitioner) {
   }
   for (int64_t d : shape) {
     if (d < 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          av(partitioner), " needs a fully defined shape, got ", shape_string(shape)));
+      return absl::InvalidArgumentError(
+          absl::StrCat(av(partitioner), " needs a fully defined shape, got ", shape_string(shape)));
     }
   }
   return absl::OkStatus();
 }
 
 int64_t element_bytes(DType dtype, int bytes_per_string) {
-  return dtype == DType::kString ? bytes_per_string
-                                 : static_cast<int64_t>(dtype_size(dtype));
+  return dtype == DType::kString ? bytes_per_string : static_cast<int64_t>(dtype_size(dtype));
 }
 
 // TF's argument check: "Argument `min_shard_bytes` must be positive.
@@ -49,14 +48,14 @@ absl::Status check_positive(std::string_view partitioner, std::string_view argum
 
 absl::StatusOr<Partitioner> fixed_shards_partitioner(int num_shards) {
   if (num_shards < 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "FixedShardsPartitioner num_shards = ", num_shards, " must be >= 1"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("FixedShardsPartitioner num_shards = ", num_shards, " must be >= 1"));
   }
-  return Partitioner([num_shards](const Shape& shape,
-                                  DType) -> absl::StatusOr<std::vector<int64_t>> {
-    if (auto s = check_rank(shape, "FixedShardsPartitioner"); !s.ok()) return s;
-    return on_axis0(shape, std::min<int64_t>(num_shards, shape[0]));
-  });
+  return Partitioner(
+      [num_shards](const Shape& shape, DType) -> absl::StatusOr<std::vector<int64_t>> {
+        if (auto s = check_rank(shape, "FixedShardsPartitioner"); !s.ok()) return s;
+        return on_axis0(shape, std::min<int64_t>(num_shards, shape[0]));
+      });
 }
 
 absl::StatusOr<Partitioner> min_size_partitioner(int64_t min_shard_bytes, int max_shards,
@@ -65,8 +64,7 @@ absl::StatusOr<Partitioner> min_size_partitioner(int64_t min_shard_bytes, int ma
   PSFLOW_RETURN_IF_ERROR(check_positive("MinSizePartitioner", "max_shards", max_shards));
   PSFLOW_RETURN_IF_ERROR(
       check_positive("MinSizePartitioner", "bytes_per_string", bytes_per_string));
-  return Partitioner([=](const Shape& shape, DType dtype)
-                         -> absl::StatusOr<std::vector<int64_t>> {
+  return Partitioner([=](const Shape& shape, DType dtype) -> absl::StatusOr<std::vector<int64_t>> {
     if (auto s = check_rank(shape, "MinSizePartitioner"); !s.ok()) return s;
     const double total = static_cast<double>(num_elements(shape)) *
                          static_cast<double>(element_bytes(dtype, bytes_per_string));
@@ -89,8 +87,7 @@ absl::StatusOr<Partitioner> max_size_partitioner(int64_t max_shard_bytes,
   }
   PSFLOW_RETURN_IF_ERROR(
       check_positive("MaxSizePartitioner", "bytes_per_string", bytes_per_string));
-  return Partitioner([=](const Shape& shape, DType dtype)
-                         -> absl::StatusOr<std::vector<int64_t>> {
+  return Partitioner([=](const Shape& shape, DType dtype) -> absl::StatusOr<std::vector<int64_t>> {
     if (auto s = check_rank(shape, "MaxSizePartitioner"); !s.ok()) return s;
     if (dtype == DType::kInvalid) {
       return absl::InvalidArgumentError("MaxSizePartitioner requires a DType; got none");
@@ -102,8 +99,8 @@ absl::StatusOr<Partitioner> max_size_partitioner(int64_t max_shard_bytes,
                                    static_cast<double>(shape[0]) *
                                    static_cast<double>(element_bytes(dtype, bytes_per_string));
     const int64_t slices_per_shard = std::max<int64_t>(
-        1, static_cast<int64_t>(
-               std::floor(static_cast<double>(max_shard_bytes) / bytes_per_slice)));
+        1,
+        static_cast<int64_t>(std::floor(static_cast<double>(max_shard_bytes) / bytes_per_slice)));
     int64_t shards = (shape[0] + slices_per_shard - 1) / slices_per_shard;
     if (max_shards.has_value()) shards = std::min<int64_t>(shards, *max_shards);
     return on_axis0(shape, shards);

@@ -38,7 +38,8 @@ TEST(PartitionersTest, MinSize) {
   const std::vector<std::pair<absl::StatusOr<Partitioner>, std::string>> bad = {
       {min_size_partitioner(0), "Argument `min_shard_bytes` must be positive. Received: 0"},
       {min_size_partitioner(4, 0), "Argument `max_shards` must be positive. Received: 0"},
-      {min_size_partitioner(4, 1, -2), "Argument `bytes_per_string` must be positive. Received: -2"},
+      {min_size_partitioner(4, 1, -2),
+       "Argument `bytes_per_string` must be positive. Received: -2"},
   };
   for (const auto& [partitioner, message] : bad) {
     EXPECT_EQ(partitioner.status().code(), absl::StatusCode::kInvalidArgument);

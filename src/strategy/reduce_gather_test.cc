@@ -257,9 +257,9 @@ TEST_P(ReduceTest, NestedComponentsReduceLeafwise) {
   // Leaves of rank >= 1 reduce along the axis leaf by leaf.
   std::vector<Structure> batches;
   for (int r = 0; r < n; ++r) {
-    batches.push_back(
-        Structure::tuple({Tensor::from_vector<float>({1, 3}),
-                          Structure::dict({{"loss", Tensor::from_vector<double>({1.0 * r, 1.0 * r})}})}));
+    batches.push_back(Structure::tuple(
+        {Tensor::from_vector<float>({1, 3}),
+         Structure::dict({{"loss", Tensor::from_vector<double>({1.0 * r, 1.0 * r})}})}));
   }
   EXPECT_EQ(printed(group.reduce(ReduceOp::kMean, PerReplica(batches), 0)),
             "(Tensor<float32, []> 2, {'loss': Tensor<float64, []> " +

@@ -9,8 +9,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "base/logging.h"
-#include "psflow/status_macros.h"
 #include "base/strings.h"
+#include "psflow/status_macros.h"
 
 namespace psflow::internal {
 namespace {
@@ -23,20 +23,11 @@ std::string describe(const Tensor& t) {
 template <typename Fn>
 void dispatch(DType dtype, Fn&& fn) {
   switch (dtype) {
-    case DType::kFloat32:
-      fn(float{});
-      return;
-    case DType::kFloat64:
-      fn(double{});
-      return;
-    case DType::kInt32:
-      fn(int32_t{});
-      return;
-    case DType::kInt64:
-      fn(int64_t{});
-      return;
-    default:
-      PSFLOW_CHECK(false, "not a reducible dtype: ", av(dtype_name(dtype)));
+    case DType::kFloat32: fn(float{}); return;
+    case DType::kFloat64: fn(double{}); return;
+    case DType::kInt32: fn(int32_t{}); return;
+    case DType::kInt64: fn(int64_t{}); return;
+    default: PSFLOW_CHECK(false, "not a reducible dtype: ", av(dtype_name(dtype)));
   }
 }
 
@@ -76,12 +67,9 @@ absl::Status check_reducible(DType dtype) {
 
 absl::StatusOr<Tensor> leaf_to_tensor(const Structure& leaf) {
   switch (leaf.kind()) {
-    case Structure::Kind::kTensor:
-      return leaf.tensor();
-    case Structure::Kind::kInt:
-      return Tensor::scalar<int64_t>(leaf.int_value());
-    case Structure::Kind::kFloat:
-      return Tensor::scalar<double>(leaf.float_value());
+    case Structure::Kind::kTensor: return leaf.tensor();
+    case Structure::Kind::kInt: return Tensor::scalar<int64_t>(leaf.int_value());
+    case Structure::Kind::kFloat: return Tensor::scalar<double>(leaf.float_value());
     default:
       return absl::InvalidArgumentError(
           absl::StrCat("expected a tensor or a number, got ", leaf.debug_string()));

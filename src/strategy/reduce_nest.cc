@@ -8,23 +8,19 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/logging.h"
-#include "psflow/status_macros.h"
 #include "base/strings.h"
+#include "psflow/status_macros.h"
 #include "strategy/reduce_kernels.h"
 
 namespace psflow::internal {
 namespace {
 
-std::string_view kind_name(Structure::Kind kind) {
+std::string_view nest_kind_name(Structure::Kind kind) {
   switch (kind) {
-    case Structure::Kind::kTuple:
-      return "tuple";
-    case Structure::Kind::kList:
-      return "list";
-    case Structure::Kind::kDict:
-      return "dict";
-    default:
-      return "leaf";
+    case Structure::Kind::kTuple: return "tuple";
+    case Structure::Kind::kList: return "list";
+    case Structure::Kind::kDict: return "dict";
+    default: return "leaf";
   }
 }
 
@@ -38,12 +34,12 @@ absl::Status nesting_mismatch(const std::string& path, const std::string& what) 
 absl::Status check_nesting_at(const Structure& a, const Structure& b, std::string* path) {
   if (!is_nest(a) && !is_nest(b)) return absl::OkStatus();
   if (a.kind() != b.kind()) {
-    return nesting_mismatch(*path,
-                            absl::StrCat(av(kind_name(a.kind())), " vs ", av(kind_name(b.kind()))));
+    return nesting_mismatch(
+        *path, absl::StrCat(av(nest_kind_name(a.kind())), " vs ", av(nest_kind_name(b.kind()))));
   }
   if (a.size() != b.size()) {
-    return nesting_mismatch(*path, absl::StrCat(av(kind_name(a.kind())), " of ", a.size(), " vs ",
-                                                b.size(), " elements"));
+    return nesting_mismatch(*path, absl::StrCat(av(nest_kind_name(a.kind())), " of ", a.size(),
+                                                " vs ", b.size(), " elements"));
   }
   const size_t mark = path->size();
   if (a.is_sequence()) {

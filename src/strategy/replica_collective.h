@@ -38,12 +38,13 @@ class ReplicaCollective {
   // `name` describes the call, e.g. "all_reduce(SUM)"; every replica of a
   // round must pass the same one (else INVALID_ARGUMENT for all).
   [[nodiscard]] absl::StatusOr<Structure> exchange(int replica, const std::string& name,
-                                                   Structure value, const Combine& combine);
+                                                   Structure value, const Combine& combine)
+      ABSL_LOCKS_EXCLUDED(mu_);
 
   // Replica `replica`'s function returned `status`. The first non-OK one
   // becomes first_error(), prefixed "replica <i>: ".
-  void depart(int replica, const absl::Status& status);
-  [[nodiscard]] absl::Status first_error() const;
+  void depart(int replica, const absl::Status& status) ABSL_LOCKS_EXCLUDED(mu_);
+  [[nodiscard]] absl::Status first_error() const ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   const int num_replicas_;

@@ -4,8 +4,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "psflow/status_macros.h"
 #include "base/strings.h"
+#include "psflow/status_macros.h"
 #include "psflow/variable.h"
 #include "strategy/request_batch.h"
 #include "strategy/rows.h"
@@ -85,20 +85,13 @@ absl::Status scatter_like(const ShardedVariable& v, Op::Kind kind, const Indexed
     // The task validates everything, as for a plain Variable.
     const Variable& part = s.parts[0];
     switch (kind) {
-      case Op::SCATTER_UPDATE:
-        return part.scatter_update(delta);
-      case Op::SCATTER_ADD:
-        return part.scatter_add(delta);
-      case Op::SCATTER_SUB:
-        return part.scatter_sub(delta);
-      case Op::SCATTER_MUL:
-        return part.scatter_mul(delta);
-      case Op::SCATTER_DIV:
-        return part.scatter_div(delta);
-      case Op::SCATTER_MIN:
-        return part.scatter_min(delta);
-      default:
-        return part.scatter_max(delta);
+      case Op::SCATTER_UPDATE: return part.scatter_update(delta);
+      case Op::SCATTER_ADD: return part.scatter_add(delta);
+      case Op::SCATTER_SUB: return part.scatter_sub(delta);
+      case Op::SCATTER_MUL: return part.scatter_mul(delta);
+      case Op::SCATTER_DIV: return part.scatter_div(delta);
+      case Op::SCATTER_MIN: return part.scatter_min(delta);
+      default: return part.scatter_max(delta);
     }
   }
   if (!delta.indices.valid() || delta.indices.rank() != 1) {

@@ -4,10 +4,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "psflow/status_macros.h"
 #include "base/strings.h"
-#include "ps/retrying_variable_client.h"
-#include "ps/variable_client.h"
+#include "ps/client/retrying_variable_client.h"
+#include "ps/client/variable_client.h"
+#include "psflow/status_macros.h"
 #include "strategy/local_variables.h"
 #include "strategy/name_registry.h"
 #include "strategy/thread_scopes.h"

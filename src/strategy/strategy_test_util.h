@@ -12,8 +12,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
-#include "ps/variable_client.h"
-#include "ps/variable_store.h"
+#include "ps/client/variable_client.h"
+#include "ps/server/local_variable_client.h"
+#include "ps/server/variable_store.h"
 #include "psflow/cluster_resolver.h"
 #include "psflow/strategy.h"
 

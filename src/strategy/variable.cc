@@ -2,9 +2,9 @@
 #include "psflow/variable.h"
 
 #include "absl/strings/str_cat.h"
-#include "psflow/status_macros.h"
 #include "base/strings.h"
 #include "psflow/cluster_spec.h"
+#include "psflow/status_macros.h"
 #include "strategy/request_batch.h"
 #include "strategy/rows.h"
 #include "strategy/variable_state.h"

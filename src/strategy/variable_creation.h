@@ -11,7 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "ps/variable_client.h"
+#include "ps/client/variable_client.h"
 #include "psflow/partitioners.h"
 #include "psflow/strategy.h"
 

@@ -5,9 +5,9 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
-#include "psflow/status_macros.h"
 #include "base/strings.h"
 #include "psflow/cluster_spec.h"
+#include "psflow/status_macros.h"
 
 namespace psflow {
 namespace {

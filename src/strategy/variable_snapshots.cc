@@ -5,9 +5,9 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
-#include "psflow/status_macros.h"
 #include "base/strings.h"
-#include "ps/snapshot_results.h"
+#include "ps/request/snapshot_results.h"
+#include "psflow/status_macros.h"
 #include "strategy/variable_state.h"
 
 namespace psflow::internal {
@@ -52,15 +52,15 @@ absl::Status first_failure(const std::vector<absl::StatusOr<std::vector<Tensor>>
     if (failed++ == 0) first = r.status();
   }
   if (failed <= 1) return first;
-  return absl::Status(first.code(), absl::StrCat(first.message(), " (and ", failed - 1,
-                                                 " more task(s) failed)"));
+  return absl::Status(first.code(),
+                      absl::StrCat(first.message(), " (and ", failed - 1, " more task(s) failed)"));
 }
 
 }  // namespace
 
-absl::StatusOr<std::vector<std::vector<VariableShard::Snapshot>>> snapshot_variables(
+absl::StatusOr<std::vector<std::vector<ShardSnapshot>>> snapshot_variables(
     absl::Span<const ShardedVariable> variables) {
-  std::vector<std::vector<VariableShard::Snapshot>> out(variables.size());
+  std::vector<std::vector<ShardSnapshot>> out(variables.size());
   TaskBatches tasks;
   for (size_t i = 0; i < variables.size(); ++i) {
     PSFLOW_RETURN_IF_ERROR(check_valid(variables[i]));
@@ -81,44 +81,43 @@ absl::StatusOr<std::vector<std::vector<VariableShard::Snapshot>>> snapshot_varia
     size_t pos = 0;
     for (const auto& [i, j] : tasks.targets[t]) {
       const VariableState& part = VariableAccess::state(variables[i].variables()[j]);
-      absl::StatusOr<VariableShard::Snapshot> s = take_snapshot_results(results, &pos, part.name);
+      absl::StatusOr<ShardSnapshot> s = take_snapshot_results(results, &pos, part.name);
       if (!s.ok()) {
         return absl::Status(s.status().code(), absl::StrCat(tasks.clients[t]->task_name(), ": ",
                                                             s.status().message()));
       }
       if (s->value.dtype() != part.dtype || s->value.shape() != part.shape) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            "variable '", part.name, "' on ", tasks.clients[t]->task_name(), " is ",
-            av(dtype_name(s->value.dtype())), " ", shape_string(s->value.shape()),
-            " but this handle expects ", av(dtype_name(part.dtype)), " ",
-            shape_string(part.shape), "; it was replaced after the handle was made"));
+        return absl::FailedPreconditionError(
+            absl::StrCat("variable '", part.name, "' on ", tasks.clients[t]->task_name(), " is ",
+                         av(dtype_name(s->value.dtype())), " ", shape_string(s->value.shape()),
+                         " but this handle expects ", av(dtype_name(part.dtype)), " ",
+                         shape_string(part.shape), "; it was replaced after the handle was made"));
       }
       out[i][j] = *std::move(s);
     }
     if (pos != results.size()) {
       return absl::InternalError(absl::StrCat(tasks.clients[t]->task_name(), " answered ",
-                                              results.size(), " results; the snapshots used ",
-                                              pos, "; client and task disagree on the protocol"));
+                                              results.size(), " results; the snapshots used ", pos,
+                                              "; client and task disagree on the protocol"));
     }
   }
   return out;
 }
 
 absl::Status restore_variables(absl::Span<const ShardedVariable> variables,
-                               const std::vector<std::vector<VariableShard::Snapshot>>& states) {
+                               const std::vector<std::vector<ShardSnapshot>>& states) {
   if (states.size() != variables.size()) {
     return absl::InvalidArgumentError(absl::StrCat("restore_variables got ", states.size(),
-                                                   " states for ", variables.size(),
-                                                   " variables"));
+                                                   " states for ", variables.size(), " variables"));
   }
   TaskBatches tasks;
   for (size_t i = 0; i < variables.size(); ++i) {
     PSFLOW_RETURN_IF_ERROR(check_valid(variables[i]));
     const std::vector<Variable>& parts = variables[i].variables();
     if (states[i].size() != parts.size()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "variable '", variables[i].name(), "' has ", parts.size(), " parts but ",
-          states[i].size(), " states were given"));
+      return absl::InvalidArgumentError(absl::StrCat("variable '", variables[i].name(), "' has ",
+                                                     parts.size(), " parts but ", states[i].size(),
+                                                     " states were given"));
     }
     for (size_t j = 0; j < parts.size(); ++j) {
       const VariableState& part = VariableAccess::state(parts[j]);

@@ -12,7 +12,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
-#include "ps/variable_shard.h"
+#include "ps/request/shard_snapshot.h"
 #include "psflow/variable.h"
 
 namespace psflow::internal {
@@ -22,16 +22,15 @@ namespace psflow::internal {
 // atomic cut: training may run meanwhile, as with TF's checkpoints of
 // asynchronous training). A part whose stored dtype or shape differs from
 // the handle's (replaced meanwhile) is FAILED_PRECONDITION naming it.
-[[nodiscard]] absl::StatusOr<std::vector<std::vector<VariableShard::Snapshot>>>
-snapshot_variables(absl::Span<const ShardedVariable> variables);
+[[nodiscard]] absl::StatusOr<std::vector<std::vector<ShardSnapshot>>> snapshot_variables(
+    absl::Span<const ShardedVariable> variables);
 
 // Installs states[i][j] into part j of variables[i] (creating parts their
 // tasks no longer hold). Each task validates its whole request before
 // changing anything; when a task fails, the others may have applied
 // theirs. The states' tensors are shared with the requests, not copied.
-[[nodiscard]] absl::Status restore_variables(
-    absl::Span<const ShardedVariable> variables,
-    const std::vector<std::vector<VariableShard::Snapshot>>& states);
+[[nodiscard]] absl::Status restore_variables(absl::Span<const ShardedVariable> variables,
+                                             const std::vector<std::vector<ShardSnapshot>>& states);
 
 }  // namespace psflow::internal
 

@@ -10,7 +10,7 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
-#include "ps/variable_client.h"
+#include "ps/client/variable_client.h"
 #include "psflow/variable.h"
 #include "strategy/shard_layout.h"
 

@@ -51,27 +51,27 @@ void encode_tensor(const Tensor& tensor, std::string* out);
 [[nodiscard]] std::string encode_tensor(const Tensor& tensor);
 // Parses a serialized TensorProto. An invalid (default) Tensor encodes as a
 // message without a dtype, which decoding rejects.
-[[nodiscard]] absl::StatusOr<Tensor> decode_tensor(
-    std::string_view bytes, const CodecLimits& limits = {});
+[[nodiscard]] absl::StatusOr<Tensor> decode_tensor(std::string_view bytes,
+                                                   const CodecLimits& limits = {});
 
 [[nodiscard]] size_t encoded_size(const Structure& structure);
 // Appends the serialized StructureProto of `structure` to `*out`.
 void encode_structure(const Structure& structure, std::string* out);
 [[nodiscard]] std::string encode_structure(const Structure& structure);
-[[nodiscard]] absl::StatusOr<Structure> decode_structure(
-    std::string_view bytes, const CodecLimits& limits = {});
+[[nodiscard]] absl::StatusOr<Structure> decode_structure(std::string_view bytes,
+                                                         const CodecLimits& limits = {});
 
 // For the RPC layer, whose messages arrive already parsed. tensor_from_proto
 // validates like decode_tensor and moves `proto`'s content and string_val
 // into the tensor without copying (leaving those fields of `proto` empty).
 // max_message_bytes does not apply.
-[[nodiscard]] absl::StatusOr<Tensor> tensor_from_proto(
-    v1::TensorProto* proto, const CodecLimits& limits = {});
+[[nodiscard]] absl::StatusOr<Tensor> tensor_from_proto(v1::TensorProto* proto,
+                                                       const CodecLimits& limits = {});
 // Overwrites `*proto`; copies the payload once.
 void tensor_to_proto(const Tensor& tensor, v1::TensorProto* proto);
 // As tensor_from_proto, for every tensor in the structure.
-[[nodiscard]] absl::StatusOr<Structure> structure_from_proto(
-    v1::StructureProto* proto, const CodecLimits& limits = {});
+[[nodiscard]] absl::StatusOr<Structure> structure_from_proto(v1::StructureProto* proto,
+                                                             const CodecLimits& limits = {});
 void structure_to_proto(const Structure& structure, v1::StructureProto* proto);
 
 }  // namespace psflow

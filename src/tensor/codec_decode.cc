@@ -30,13 +30,12 @@ using namespace internal::fields;  // NOLINT: the proto's field numbers
 
 absl::Status check_message_size(size_t size, const CodecLimits& limits) {
   if (size > limits.max_message_bytes) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("message is ", size, " bytes, more than max_message_bytes ",
-                     limits.max_message_bytes));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "message is ", size, " bytes, more than max_message_bytes ", limits.max_message_bytes));
   }
   if (size > static_cast<size_t>(INT_MAX)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "message is ", size, " bytes, more than protobuf's limit of ", INT_MAX));
+    return absl::InvalidArgumentError(
+        absl::StrCat("message is ", size, " bytes, more than protobuf's limit of ", INT_MAX));
   }
   return absl::OkStatus();
 }
@@ -52,8 +51,7 @@ absl::Status check_empty_message(const Segments& segments) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<Tensor> decode_tensor_segments(const Segments& segments,
-                                              const CodecLimits& limits) {
+absl::StatusOr<Tensor> decode_tensor_segments(const Segments& segments, const CodecLimits& limits) {
   internal::TensorFields fields;
   std::string_view content;
   const auto max_rank = static_cast<size_t>(std::max(limits.max_rank, 0));
@@ -79,8 +77,8 @@ absl::StatusOr<Tensor> decode_tensor_segments(const Segments& segments,
           if (field.wire_type == WireType::kVarint) {
             PSFLOW_RETURN_IF_ERROR(add_dim(field.varint));
           } else if (field.wire_type == WireType::kLengthDelimited) {
-            PSFLOW_RETURN_IF_ERROR(internal::read_packed_varints(
-                field.bytes, "TensorProto.shape", add_dim));
+            PSFLOW_RETURN_IF_ERROR(
+                internal::read_packed_varints(field.bytes, "TensorProto.shape", add_dim));
           } else {
             return reader.wrong_type(field, "shape", WireType::kLengthDelimited);
           }
@@ -93,19 +91,16 @@ absl::StatusOr<Tensor> decode_tensor_segments(const Segments& segments,
           break;
         case kTensorStringVal:
           if (field.wire_type != WireType::kLengthDelimited) {
-            return reader.wrong_type(field, "string_val",
-                                     WireType::kLengthDelimited);
+            return reader.wrong_type(field, "string_val", WireType::kLengthDelimited);
           }
           ++fields.string_count;
           break;
-        default:
-          break;  // Unknown field, already skipped.
+        default: break;  // Unknown field, already skipped.
       }
     }
   }
   fields.content_bytes = content.size();
-  PSFLOW_ASSIGN_OR_RETURN(const int64_t n,
-                          internal::validate_tensor_fields(fields, limits));
+  PSFLOW_ASSIGN_OR_RETURN(const int64_t n, internal::validate_tensor_fields(fields, limits));
   const auto dtype = static_cast<DType>(fields.dtype);
   if (dtype == DType::kString) {
     std::vector<std::string> strings;
@@ -118,8 +113,7 @@ absl::StatusOr<Tensor> decode_tensor_segments(const Segments& segments,
         if (field.number == kTensorStringVal) strings.emplace_back(field.bytes);
       }
     }
-    return Tensor::from_strings(std::move(strings), {n}).reshape(
-        std::move(fields.shape));
+    return Tensor::from_strings(std::move(strings), {n}).reshape(std::move(fields.shape));
   }
   if (dtype == DType::kBool) {
     PSFLOW_RETURN_IF_ERROR(internal::validate_bool_content(content));
@@ -164,18 +158,14 @@ class StructureDecoder {
           case kStructTuple:
           case kStructList:
           case kStructDict:
-          case kStructString:
-            break;
+          case kStructString: break;
           case kStructInt:
-          case kStructBool:
-            expected = WireType::kVarint;
-            break;
+          case kStructBool: expected = WireType::kVarint; break;
           case kStructFloat:
             expected = WireType::kFixed64;
             name = "float_value";
             break;
-          default:
-            continue;  // Unknown field, already skipped.
+          default: continue;  // Unknown field, already skipped.
         }
         if (field.wire_type != expected) {
           return reader.wrong_type(field, name, expected);
@@ -199,9 +189,8 @@ class StructureDecoder {
   }
 
   // The value of oneof member `kind`, from its message pieces or scalar.
-  absl::StatusOr<Structure> member(uint32_t kind, const Segments& message,
-                                   uint64_t scalar, std::string_view bytes,
-                                   int level) {
+  absl::StatusOr<Structure> member(uint32_t kind, const Segments& message, uint64_t scalar,
+                                   std::string_view bytes, int level) {
     switch (kind) {
       case kStructNone:
         PSFLOW_RETURN_IF_ERROR(check_empty_message(message));
@@ -210,14 +199,10 @@ class StructureDecoder {
         PSFLOW_ASSIGN_OR_RETURN(Tensor t, decode_tensor_segments(message, limits_));
         return Structure(std::move(t));
       }
-      case kStructInt:
-        return Structure(static_cast<int64_t>(scalar));
-      case kStructFloat:
-        return Structure(std::bit_cast<double>(scalar));
-      case kStructBool:
-        return Structure(scalar != 0);
-      case kStructString:
-        return Structure(std::string(bytes));
+      case kStructInt: return Structure(static_cast<int64_t>(scalar));
+      case kStructFloat: return Structure(std::bit_cast<double>(scalar));
+      case kStructBool: return Structure(scalar != 0);
+      case kStructString: return Structure(std::string(bytes));
       case kStructTuple:
       case kStructList: {
         if (level >= limits_.max_depth) return internal::depth_error(limits_);
@@ -235,8 +220,7 @@ class StructureDecoder {
     }
   }
 
-  absl::StatusOr<Structure::Items> decode_items(const Segments& segments,
-                                                int level) {
+  absl::StatusOr<Structure::Items> decode_items(const Segments& segments, int level) {
     Segments views;
     for (const std::string_view segment : segments) {
       WireReader reader(segment, "StructureList");
@@ -316,14 +300,12 @@ class StructureDecoder {
 
 }  // namespace
 
-absl::StatusOr<Tensor> decode_tensor(std::string_view bytes,
-                                     const CodecLimits& limits) {
+absl::StatusOr<Tensor> decode_tensor(std::string_view bytes, const CodecLimits& limits) {
   PSFLOW_RETURN_IF_ERROR(check_message_size(bytes.size(), limits));
   return decode_tensor_segments(Segments{bytes}, limits);
 }
 
-absl::StatusOr<Structure> decode_structure(std::string_view bytes,
-                                           const CodecLimits& limits) {
+absl::StatusOr<Structure> decode_structure(std::string_view bytes, const CodecLimits& limits) {
   PSFLOW_RETURN_IF_ERROR(check_message_size(bytes.size(), limits));
   return StructureDecoder(limits).decode_root(bytes);
 }

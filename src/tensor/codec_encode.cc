@@ -29,12 +29,11 @@ size_t shape_payload_size(const Shape& shape) {
 size_t tensor_body_size(const Tensor& t) {
   size_t size = 0;
   if (t.dtype() != DType::kInvalid) {
-    size += internal::tag_size(kTensorDtype) +
-            internal::varint_size(static_cast<uint64_t>(t.dtype()));
+    size +=
+        internal::tag_size(kTensorDtype) + internal::varint_size(static_cast<uint64_t>(t.dtype()));
   }
   if (t.rank() > 0) {
-    size += internal::length_delimited_size(kTensorShape,
-                                            shape_payload_size(t.shape()));
+    size += internal::length_delimited_size(kTensorShape, shape_payload_size(t.shape()));
   }
   if (t.dtype() == DType::kString) {
     for (const std::string& s : t.flat<std::string>()) {
@@ -83,8 +82,7 @@ size_t structure_body_size(const Structure& s, std::vector<size_t>* sizes) {
     if (sizes != nullptr) (*sizes)[slot] = value;
   };
   switch (s.kind()) {
-    case Structure::Kind::kNone:
-      return internal::length_delimited_size(kStructNone, 0);
+    case Structure::Kind::kNone: return internal::length_delimited_size(kStructNone, 0);
     case Structure::Kind::kTensor: {
       const size_t slot = reserve_slot();
       const size_t body = tensor_body_size(s.tensor());
@@ -94,13 +92,10 @@ size_t structure_body_size(const Structure& s, std::vector<size_t>* sizes) {
     case Structure::Kind::kInt:
       return internal::tag_size(kStructInt) +
              internal::varint_size(static_cast<uint64_t>(s.int_value()));
-    case Structure::Kind::kFloat:
-      return internal::tag_size(kStructFloat) + 8;
-    case Structure::Kind::kBool:
-      return internal::tag_size(kStructBool) + 1;
+    case Structure::Kind::kFloat: return internal::tag_size(kStructFloat) + 8;
+    case Structure::Kind::kBool: return internal::tag_size(kStructBool) + 1;
     case Structure::Kind::kString:
-      return internal::length_delimited_size(kStructString,
-                                             s.string_value().size());
+      return internal::length_delimited_size(kStructString, s.string_value().size());
     case Structure::Kind::kTuple:
     case Structure::Kind::kList: {
       const size_t slot = reserve_slot();
@@ -137,8 +132,8 @@ size_t structure_body_size(const Structure& s, std::vector<size_t>* sizes) {
   return 0;
 }
 
-void write_structure_body(const Structure& s, const std::vector<size_t>& sizes,
-                          size_t* next, std::string* out) {
+void write_structure_body(const Structure& s, const std::vector<size_t>& sizes, size_t* next,
+                          std::string* out) {
   switch (s.kind()) {
     case Structure::Kind::kNone:
       put_tag(out, kStructNone, WireType::kLengthDelimited);
@@ -212,9 +207,7 @@ std::string encode_tensor(const Tensor& tensor) {
   return out;
 }
 
-size_t encoded_size(const Structure& structure) {
-  return structure_body_size(structure, nullptr);
-}
+size_t encoded_size(const Structure& structure) { return structure_body_size(structure, nullptr); }
 
 void encode_structure(const Structure& structure, std::string* out) {
   std::vector<size_t> sizes;

@@ -3,21 +3,20 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
-#include "psflow/status_macros.h"
 #include "base/strings.h"
+#include "psflow/status_macros.h"
 #include "tensor/format.h"
 #include "tensor/tensor_internal.h"
 
 namespace psflow::internal {
 
 absl::Status rank_error(const CodecLimits& limits) {
-  return absl::InvalidArgumentError(absl::StrCat(
-      "tensor rank exceeds max_rank ", limits.max_rank));
+  return absl::InvalidArgumentError(absl::StrCat("tensor rank exceeds max_rank ", limits.max_rank));
 }
 
 absl::Status depth_error(const CodecLimits& limits) {
-  return absl::InvalidArgumentError(absl::StrCat(
-      "structure is nested deeper than max_depth ", limits.max_depth));
+  return absl::InvalidArgumentError(
+      absl::StrCat("structure is nested deeper than max_depth ", limits.max_depth));
 }
 
 absl::StatusOr<int64_t> validate_tensor_fields(const TensorFields& fields,
@@ -26,42 +25,38 @@ absl::StatusOr<int64_t> validate_tensor_fields(const TensorFields& fields,
     return absl::InvalidArgumentError("tensor has no dtype (DT_INVALID)");
   }
   if (!is_valid_dtype(fields.dtype)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("unknown tensor dtype ", fields.dtype));
+    return absl::InvalidArgumentError(absl::StrCat("unknown tensor dtype ", fields.dtype));
   }
   const auto dtype = static_cast<DType>(fields.dtype);
   if (fields.shape.size() > static_cast<size_t>(std::max(limits.max_rank, 0))) {
     return absl::InvalidArgumentError(
-        absl::StrCat("tensor rank ", fields.shape.size(), " exceeds max_rank ",
-                     limits.max_rank));
+        absl::StrCat("tensor rank ", fields.shape.size(), " exceeds max_rank ", limits.max_rank));
   }
   PSFLOW_ASSIGN_OR_RETURN(const int64_t n, validate_shape(dtype, fields.shape));
   const std::string_view name = dtype_name(dtype);
   if (dtype == DType::kString) {
     if (fields.content_bytes != 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "string tensor carries ", fields.content_bytes,
-          " content bytes; string elements belong in string_val"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("string tensor carries ", fields.content_bytes,
+                       " content bytes; string elements belong in string_val"));
     }
     if (fields.string_count != n) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "string tensor has ", fields.string_count,
-          " string_val entries but shape ", shape_string(fields.shape),
-          " needs ", n));
+      return absl::InvalidArgumentError(absl::StrCat("string tensor has ", fields.string_count,
+                                                     " string_val entries but shape ",
+                                                     shape_string(fields.shape), " needs ", n));
     }
     return n;
   }
   if (fields.string_count != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        av(name), " tensor carries ", fields.string_count,
-        " string_val entries; only string tensors may"));
+    return absl::InvalidArgumentError(absl::StrCat(av(name), " tensor carries ",
+                                                   fields.string_count,
+                                                   " string_val entries; only string tensors may"));
   }
   const size_t needed = static_cast<size_t>(n) * dtype_size(dtype);
   if (fields.content_bytes != needed) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "tensor content is ", fields.content_bytes, " bytes but shape ",
-        shape_string(fields.shape), " of ", av(name), " needs ", needed,
-        " bytes"));
+    return absl::InvalidArgumentError(absl::StrCat("tensor content is ", fields.content_bytes,
+                                                   " bytes but shape ", shape_string(fields.shape),
+                                                   " of ", av(name), " needs ", needed, " bytes"));
   }
   return n;
 }
@@ -70,9 +65,9 @@ absl::Status validate_bool_content(std::string_view content) {
   for (size_t i = 0; i < content.size(); ++i) {
     const auto byte = static_cast<unsigned char>(content[i]);
     if (byte > 1) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "bool tensor element ", i, " is byte ", static_cast<int>(byte),
-          "; bools must be 0 or 1"));
+      return absl::InvalidArgumentError(absl::StrCat("bool tensor element ", i, " is byte ",
+                                                     static_cast<int>(byte),
+                                                     "; bools must be 0 or 1"));
     }
   }
   return absl::OkStatus();
@@ -109,8 +104,8 @@ absl::Status validate_key(std::string_view key) {
     if (!ok) {
       std::string shown;
       append_python_string(&shown, key);
-      return absl::InvalidArgumentError(absl::StrCat(
-          "dict key ", shown, " is not valid UTF-8 (byte ", i, ")"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("dict key ", shown, " is not valid UTF-8 (byte ", i, ")"));
     }
     i += extra + 1;
   }
@@ -136,8 +131,7 @@ void DecodePath::pop() {
 
 absl::Status DecodePath::annotate(const absl::Status& status) const {
   if (status.ok() || path_.empty()) return status;
-  return absl::Status(status.code(),
-                      absl::StrCat("at ", path_, ": ", status.message()));
+  return absl::Status(status.code(), absl::StrCat("at ", path_, ": ", status.message()));
 }
 
 }  // namespace psflow::internal

@@ -50,8 +50,8 @@ struct TensorFields {
 
 // Checks dtype, rank, shape, and that content / string_val match the shape;
 // returns the element count. Runs before anything is allocated.
-[[nodiscard]] absl::StatusOr<int64_t> validate_tensor_fields(
-    const TensorFields& fields, const CodecLimits& limits);
+[[nodiscard]] absl::StatusOr<int64_t> validate_tensor_fields(const TensorFields& fields,
+                                                             const CodecLimits& limits);
 [[nodiscard]] absl::Status rank_error(const CodecLimits& limits);
 // Every byte of a bool tensor's content must be 0 or 1 (other values would
 // be undefined behaviour when read as bool).

@@ -18,13 +18,10 @@ namespace {
 
 using ::testing::HasSubstr;
 
-constexpr DType kAllDTypes[] = {DType::kFloat32, DType::kFloat64, DType::kInt32,
-                                DType::kInt64,   DType::kUInt8,   DType::kBool,
-                                DType::kString};
+constexpr DType kAllDTypes[] = {DType::kFloat32, DType::kFloat64, DType::kInt32, DType::kInt64,
+                                DType::kUInt8,   DType::kBool,    DType::kString};
 
-std::string message_of(const absl::Status& status) {
-  return std::string(status.message());
-}
+std::string message_of(const absl::Status& status) { return std::string(status.message()); }
 
 // A [2, 3] tensor of `dtype` with distinct, awkward values (negatives,
 // extremes, embedded NULs) so that any byte slip shows.
@@ -32,32 +29,23 @@ Tensor sample(DType dtype, Shape shape = {2, 3}) {
   Tensor t(dtype, shape);
   for (int64_t i = 0; i < t.num_elements(); ++i) {
     switch (dtype) {
-      case DType::kFloat32:
-        t.mutable_flat<float>()[i] = i == 0 ? -0.0f : 1.5f * i - 2;
-        break;
+      case DType::kFloat32: t.mutable_flat<float>()[i] = i == 0 ? -0.0f : 1.5f * i - 2; break;
       case DType::kFloat64:
-        t.mutable_flat<double>()[i] =
-            i == 1 ? std::numeric_limits<double>::max() : 0.25 * i - 1;
+        t.mutable_flat<double>()[i] = i == 1 ? std::numeric_limits<double>::max() : 0.25 * i - 1;
         break;
       case DType::kInt32:
-        t.mutable_flat<int32_t>()[i] =
-            i == 2 ? std::numeric_limits<int32_t>::min() : 1000 * i - 7;
+        t.mutable_flat<int32_t>()[i] = i == 2 ? std::numeric_limits<int32_t>::min() : 1000 * i - 7;
         break;
       case DType::kInt64:
         t.mutable_flat<int64_t>()[i] = (int64_t{1} << 50) * (i % 2 ? -1 : 1) + i;
         break;
-      case DType::kUInt8:
-        t.mutable_flat<uint8_t>()[i] = static_cast<uint8_t>(250 + i);
-        break;
-      case DType::kBool:
-        t.mutable_flat<bool>()[i] = i % 3 == 1;
-        break;
+      case DType::kUInt8: t.mutable_flat<uint8_t>()[i] = static_cast<uint8_t>(250 + i); break;
+      case DType::kBool: t.mutable_flat<bool>()[i] = i % 3 == 1; break;
       case DType::kString:
         t.mutable_string_at(i) =
             i == 0 ? std::string() : std::string("s\0x", 3) + std::to_string(i);
         break;
-      case DType::kInvalid:
-        break;
+      case DType::kInvalid: break;
     }
   }
   return t;
@@ -78,19 +66,18 @@ std::string generated_serialize(const Structure& s) {
 Structure nested_sample() {
   return Structure::tuple(
       {2, Structure::tuple({3, 4}), Structure::list({5}),
-       Structure::dict({{"v", 1},
-                        {"w", Structure::list({Structure(), true, false, -1,
-                                               int64_t{1} << 62, 0.5, -0.0, ""})},
-                        {"", "empty key"},
-                        {"ключ", Structure::dict({})},
-                        {"t", sample(DType::kFloat32)},
-                        {"s", sample(DType::kString, {3})}}),
+       Structure::dict(
+           {{"v", 1},
+            {"w", Structure::list({Structure(), true, false, -1, int64_t{1} << 62, 0.5, -0.0, ""})},
+            {"", "empty key"},
+            {"ключ", Structure::dict({})},
+            {"t", sample(DType::kFloat32)},
+            {"s", sample(DType::kString, {3})}}),
        Structure::tuple({}), Structure::list({}), "text", 0, 0.0});
 }
 
 // Builds a raw TensorProto the way a hostile or foreign writer could.
-std::string raw_tensor(int dtype, const std::vector<int64_t>& shape,
-                       const std::string& content,
+std::string raw_tensor(int dtype, const std::vector<int64_t>& shape, const std::string& content,
                        const std::vector<std::string>& strings = {}) {
   v1::TensorProto proto;
   proto.set_dtype(static_cast<v1::DataType>(dtype));
@@ -110,8 +97,7 @@ void expect_invalid(const absl::Status& status, const std::string& needle) {
 
 TEST(CodecTest, RoundTripEveryDType) {
   for (const DType dtype : kAllDTypes) {
-    for (const Shape& shape : {Shape{2, 3}, Shape{}, Shape{0}, Shape{3, 0, 2},
-                               Shape{1, 1, 1, 5}}) {
+    for (const Shape& shape : {Shape{2, 3}, Shape{}, Shape{0}, Shape{3, 0, 2}, Shape{1, 1, 1, 5}}) {
       SCOPED_TRACE(std::string(dtype_name(dtype)) + " " + shape_string(shape));
       const Tensor t = sample(dtype, shape);
       const std::string bytes = encode_tensor(t);
@@ -171,8 +157,8 @@ TEST(CodecTest, WeReadTheGeneratedSerialization) {
     if (dtype == DType::kString) {
       for (int i = 0; i < 3; ++i) proto.add_string_val(expected.string_at(i));
     } else {
-      proto.set_content(std::string(static_cast<const char*>(expected.raw_data()),
-                                    expected.byte_size()));
+      proto.set_content(
+          std::string(static_cast<const char*>(expected.raw_data()), expected.byte_size()));
     }
     absl::StatusOr<Tensor> t = decode_tensor(proto.SerializeAsString());
     ASSERT_TRUE(t.ok()) << t.status();
@@ -245,9 +231,9 @@ TEST(CodecTest, StructureRoundTrips) {
   EXPECT_EQ(*via_proto, s);
 
   for (const Structure& leaf :
-       {Structure(), Structure(0), Structure(-1), Structure(1e300), Structure(true),
-        Structure(""), Structure(std::string("\0\xff", 2)),
-        Structure(Tensor::scalar_string("x")), Structure::dict({{"", Structure()}})}) {
+       {Structure(), Structure(0), Structure(-1), Structure(1e300), Structure(true), Structure(""),
+        Structure(std::string("\0\xff", 2)), Structure(Tensor::scalar_string("x")),
+        Structure::dict({{"", Structure()}})}) {
     SCOPED_TRACE(leaf.debug_string());
     EXPECT_EQ(*decode_structure(encode_structure(leaf)), leaf);
     EXPECT_EQ(encode_structure(leaf), generated_serialize(leaf));
@@ -269,12 +255,13 @@ TEST(CodecTest, DepthLimit) {
 
   CodecLimits shallow;
   shallow.max_depth = 2;
-  EXPECT_TRUE(decode_structure(encode_structure(Structure::tuple({Structure::list({1})})),
-                               shallow).ok());
-  expect_invalid(decode_structure(encode_structure(Structure::tuple(
-                                      {Structure::list({Structure::tuple({})})})),
-                                  shallow).status(),
-                 "max_depth 2");
+  EXPECT_TRUE(
+      decode_structure(encode_structure(Structure::tuple({Structure::list({1})})), shallow).ok());
+  expect_invalid(
+      decode_structure(
+          encode_structure(Structure::tuple({Structure::list({Structure::tuple({})})})), shallow)
+          .status(),
+      "max_depth 2");
   v1::StructureProto proto;
   structure_to_proto(deeper, &proto);
   expect_invalid(structure_from_proto(&proto).status(), "max_depth 64");
@@ -338,12 +325,10 @@ TEST(CodecRejectTest, BadShapes) {
                  "rank exceeds max_rank 32");
   CodecLimits limits;
   limits.max_rank = 2;
-  expect_invalid(decode_tensor(raw_tensor(5, {1, 1, 1}, "x"), limits).status(),
-                 "max_rank 2");
+  expect_invalid(decode_tensor(raw_tensor(5, {1, 1, 1}, "x"), limits).status(), "max_rank 2");
   EXPECT_TRUE(decode_tensor(raw_tensor(5, {1, 1}, "x"), limits).ok());
-  expect_invalid(
-      decode_tensor(raw_tensor(5, {int64_t{1} << 40, int64_t{1} << 40}, "")).status(),
-      "more elements than int64 can count");
+  expect_invalid(decode_tensor(raw_tensor(5, {int64_t{1} << 40, int64_t{1} << 40}, "")).status(),
+                 "more elements than int64 can count");
   expect_invalid(decode_tensor(raw_tensor(2, {int64_t{1} << 61}, "")).status(),
                  "needs more bytes than int64 can count");
   v1::TensorProto proto;
@@ -401,8 +386,7 @@ TEST(CodecRejectTest, MessageSizeCheckedFirst) {
   expect_invalid(decode_structure(encode_structure(nested_sample()), limits).status(),
                  "more than max_message_bytes 10");
   // Checked before parsing: even garbage reports the size.
-  expect_invalid(decode_tensor(std::string(11, '\xff'), limits).status(),
-                 "max_message_bytes");
+  expect_invalid(decode_tensor(std::string(11, '\xff'), limits).status(), "max_message_bytes");
 }
 
 TEST(CodecRejectTest, WrongWireTypes) {
@@ -423,11 +407,9 @@ TEST(CodecRejectTest, WrongWireTypes) {
                  "field 4 (float_value) has wire type varint, expected fixed64");
   expect_invalid(decode_structure(std::string("\x19", 1) + std::string(8, '\0')).status(),
                  "field 3 (kind) has wire type fixed64, expected varint");
-  expect_invalid(decode_structure(std::string("\x10\x01", 2)).status(),
-                 "field 2 (kind)");
+  expect_invalid(decode_structure(std::string("\x10\x01", 2)).status(), "field 2 (kind)");
   // Items of a list as varint.
-  expect_invalid(decode_structure(std::string("\x42\x02\x08\x01", 4)).status(),
-                 "field 1 (items)");
+  expect_invalid(decode_structure(std::string("\x42\x02\x08\x01", 4)).status(), "field 1 (items)");
   // Invalid wire types 6 and 7, field number 0, stray end-group.
   expect_invalid(decode_tensor(std::string("\x0e", 1)).status(), "invalid wire type 6");
   expect_invalid(decode_tensor(std::string("\x0f", 1)).status(), "invalid wire type 7");
@@ -440,8 +422,14 @@ TEST(CodecRejectTest, StructureSpecificErrorsNameThePath) {
       {1, Structure::dict({{"v", Tensor::from_vector<float>({1, 2, 3, 4, 5, 6}, {2, 3})}})});
   v1::StructureProto proto;
   structure_to_proto(s, &proto);
-  proto.mutable_tuple()->mutable_items(1)->mutable_dict()->mutable_fields(0)
-      ->mutable_value()->mutable_tensor()->mutable_content()->resize(12);
+  proto.mutable_tuple()
+      ->mutable_items(1)
+      ->mutable_dict()
+      ->mutable_fields(0)
+      ->mutable_value()
+      ->mutable_tensor()
+      ->mutable_content()
+      ->resize(12);
   const std::string bytes = proto.SerializeAsString();
   EXPECT_EQ(message_of(decode_structure(bytes).status()),
             "at [1]['v']: tensor content is 12 bytes but shape [2, 3] of float32 "
@@ -468,7 +456,7 @@ TEST(CodecRejectTest, StructureSpecificErrorsNameThePath) {
   const std::string bad_key("\x4a\x09\x0a\x07\x0a\x01\xff\x12\x02\x0a\x00", 11);
   expect_invalid(decode_structure(bad_key).status(), "is not valid UTF-8");
   v1::StructureProto generated;
-  google::protobuf::LogSilencer quiet;  // It also logs the bad key.
+  google::protobuf::LogSilencer quiet;               // It also logs the bad key.
   EXPECT_FALSE(generated.ParseFromString(bad_key));  // The generated parser agrees.
 }
 
@@ -490,10 +478,14 @@ TEST(CodecRejectTest, ValidUtf8KeysAccepted) {
 TEST(CodecCompatTest, UnknownFieldsAreSkipped) {
   // Field 15 varint, 16 length-delimited, 17 fixed32, 18 fixed64, and a
   // group 19 holding a varint and a nested group.
-  const std::string unknown = std::string("\x78\x96\x01", 3) +             // 15: 150
-                              std::string("\x82\x01\x03" "abc", 6) +          // 16: "abc"
-                              std::string("\x8d\x01\x01\x02\x03\x04", 6) + // 17
-                              std::string("\x91\x01", 2) + std::string(8, '\x07') +  // 18
+  const std::string unknown = std::string("\x78\x96\x01", 3) +  // 15: 150
+                              std::string(
+                                  "\x82\x01\x03"
+                                  "abc",
+                                  6) +                                      // 16: "abc"
+                              std::string("\x8d\x01\x01\x02\x03\x04", 6) +  // 17
+                              std::string("\x91\x01", 2) +
+                              std::string(8, '\x07') +  // 18
                               std::string("\x9b\x01\x08\x01\xa3\x01\xa4\x01\x9c\x01", 10);
   const Tensor t = sample(DType::kInt32);
   const std::string bytes = unknown + encode_tensor(t) + unknown;
@@ -506,7 +498,10 @@ TEST(CodecCompatTest, UnknownFieldsAreSkipped) {
   // Unknown fields inside nested messages and the NoneValue.
   v1::StructureProto s;
   structure_to_proto(Structure::tuple({Structure(), 1}), &s);
-  s.mutable_tuple()->mutable_items(0)->mutable_none()->GetReflection()
+  s.mutable_tuple()
+      ->mutable_items(0)
+      ->mutable_none()
+      ->GetReflection()
       ->MutableUnknownFields(s.mutable_tuple()->mutable_items(0)->mutable_none())
       ->AddVarint(5, 1);
   s.GetReflection()->MutableUnknownFields(&s)->AddLengthDelimited(12, "handle");
@@ -525,9 +520,8 @@ TEST(CodecCompatTest, ConcatenatedMessagesMergeLikeProtobuf) {
   const std::string a = encode_structure(Structure(Tensor::from_vector<float>({1, 2})));
   // A second tensor occurrence carrying more shape and new content merges
   // into the first: shape [2] + [2] -> [2, 2], content replaced.
-  const std::string b = encode_structure(Structure(Tensor::from_vector<float>({3, 4, 5, 6}, {4})
-                                                       .reshape({2, 2})
-                                                       .value()));
+  const std::string b = encode_structure(
+      Structure(Tensor::from_vector<float>({3, 4, 5, 6}, {4}).reshape({2, 2}).value()));
   const std::string merged_wire = a + b;
   v1::StructureProto generated;
   ASSERT_TRUE(generated.ParseFromString(merged_wire));
@@ -547,12 +541,16 @@ TEST(CodecCompatTest, ConcatenatedMessagesMergeLikeProtobuf) {
   EXPECT_EQ(*decode_structure(l1 + encode_structure(7) + l2), Structure::list({3}));
 
   // Unpacked and packed shape entries mix.
-  const std::string unpacked("\x08\x05\x10\x02\x12\x01\x03\x1a\x06" "abcdef", 15);
+  const std::string unpacked(
+      "\x08\x05\x10\x02\x12\x01\x03\x1a\x06"
+      "abcdef",
+      15);
   absl::StatusOr<Tensor> t = decode_tensor(unpacked);
   ASSERT_TRUE(t.ok()) << t.status();
   EXPECT_EQ(t->shape(), (Shape{2, 3}));
   // The last content wins.
-  absl::StatusOr<Tensor> last = decode_tensor(raw_tensor(5, {2}, "xx") + std::string("\x1a\x02yz", 4));
+  absl::StatusOr<Tensor> last =
+      decode_tensor(raw_tensor(5, {2}, "xx") + std::string("\x1a\x02yz", 4));
   ASSERT_TRUE(last.ok()) << last.status();
   EXPECT_EQ(last->flat<uint8_t>()[0], 'y');
 }
@@ -641,18 +639,10 @@ TEST(CodecFuzzTest, RandomMultiByteMutations) {
     for (int e = 0; e < edits && !bytes.empty(); ++e) {
       const size_t pos = rng() % bytes.size();
       switch (rng() % 4) {
-        case 0:
-          bytes[pos] = static_cast<char>(rng());
-          break;
-        case 1:
-          bytes.erase(pos, 1 + rng() % 4);
-          break;
-        case 2:
-          bytes.insert(pos, 1, static_cast<char>(rng()));
-          break;
-        default:
-          bytes.resize(pos);
-          break;
+        case 0: bytes[pos] = static_cast<char>(rng()); break;
+        case 1: bytes.erase(pos, 1 + rng() % 4); break;
+        case 2: bytes.insert(pos, 1, static_cast<char>(rng())); break;
+        default: bytes.resize(pos); break;
       }
     }
     SCOPED_TRACE(testing::Message() << "round " << round);

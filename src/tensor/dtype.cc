@@ -55,14 +55,13 @@ absl::StatusOr<DType> dtype_from_name(std::string_view name) {
   for (const DTypeInfo& info : kDTypes) {
     absl::StrAppend(&valid, valid.empty() ? "" : ", ", av(info.name));
   }
-  return absl::InvalidArgumentError(
-      absl::StrCat("unknown dtype '", av(name), "'; valid dtypes are ", valid,
-                   " (and the aliases float, double)"));
+  return absl::InvalidArgumentError(absl::StrCat("unknown dtype '", av(name),
+                                                 "'; valid dtypes are ", valid,
+                                                 " (and the aliases float, double)"));
 }
 
 bool is_valid_dtype(int value) {
-  return value >= static_cast<int>(DType::kFloat32) &&
-         value <= static_cast<int>(DType::kString);
+  return value >= static_cast<int>(DType::kFloat32) && value <= static_cast<int>(DType::kString);
 }
 
 }  // namespace psflow

@@ -62,8 +62,8 @@ void append_python_float(std::string* out, double v) {
   // out the way Python's float.__repr__ does: positional for exponents in
   // [-4, 16), scientific with a two-digit exponent otherwise.
   char buf[64];
-  const std::to_chars_result r = std::to_chars(
-      buf, buf + sizeof(buf), v, std::chars_format::scientific);
+  const std::to_chars_result r =
+      std::to_chars(buf, buf + sizeof(buf), v, std::chars_format::scientific);
   PSFLOW_CHECK(r.ec == std::errc());
   const std::string_view sci(buf, static_cast<size_t>(r.ptr - buf));
   const size_t e_pos = sci.find('e');

@@ -32,19 +32,15 @@ class ProtoConverter {
  private:
   absl::StatusOr<Structure> convert(v1::StructureProto* proto, int level) {
     switch (proto->kind_case()) {
-      case v1::StructureProto::kNone:
-        return Structure::none();
+      case v1::StructureProto::kNone: return Structure::none();
       case v1::StructureProto::kTensor: {
-        PSFLOW_ASSIGN_OR_RETURN(Tensor t,
-                                tensor_from_proto(proto->mutable_tensor(), limits_));
+        PSFLOW_ASSIGN_OR_RETURN(Tensor t, tensor_from_proto(proto->mutable_tensor(), limits_));
         return Structure(std::move(t));
       }
       case v1::StructureProto::kIntValue:
         return Structure(static_cast<int64_t>(proto->int_value()));
-      case v1::StructureProto::kFloatValue:
-        return Structure(proto->float_value());
-      case v1::StructureProto::kBoolValue:
-        return Structure(proto->bool_value());
+      case v1::StructureProto::kFloatValue: return Structure(proto->float_value());
+      case v1::StructureProto::kBoolValue: return Structure(proto->bool_value());
       case v1::StructureProto::kStringValue:
         return Structure(std::move(*proto->mutable_string_value()));
       case v1::StructureProto::kTuple:
@@ -56,13 +52,11 @@ class ProtoConverter {
         items.reserve(static_cast<size_t>(list->items_size()));
         for (int i = 0; i < list->items_size(); ++i) {
           path_.push_index(static_cast<size_t>(i));
-          PSFLOW_ASSIGN_OR_RETURN(Structure item,
-                                  convert(list->mutable_items(i), level + 1));
+          PSFLOW_ASSIGN_OR_RETURN(Structure item, convert(list->mutable_items(i), level + 1));
           items.push_back(std::move(item));
           path_.pop();
         }
-        return tuple ? Structure::tuple(std::move(items))
-                     : Structure::list(std::move(items));
+        return tuple ? Structure::tuple(std::move(items)) : Structure::list(std::move(items));
       }
       case v1::StructureProto::kDict: {
         if (level >= limits_.max_depth) return internal::depth_error(limits_);
@@ -72,19 +66,16 @@ class ProtoConverter {
           if (fields.find(field.key()) != fields.end()) {
             std::string shown;
             internal::append_python_string(&shown, field.key());
-            return absl::InvalidArgumentError(
-                absl::StrCat("duplicate dict key ", shown));
+            return absl::InvalidArgumentError(absl::StrCat("duplicate dict key ", shown));
           }
           path_.push_key(field.key());
-          PSFLOW_ASSIGN_OR_RETURN(Structure value,
-                                  convert(field.mutable_value(), level + 1));
+          PSFLOW_ASSIGN_OR_RETURN(Structure value, convert(field.mutable_value(), level + 1));
           fields.emplace(field.key(), std::move(value));
           path_.pop();
         }
         return Structure::dict(std::move(fields));
       }
-      case v1::StructureProto::KIND_NOT_SET:
-        break;
+      case v1::StructureProto::KIND_NOT_SET: break;
     }
     return absl::InvalidArgumentError(
         "StructureProto has no kind set (an empty message, or a kind newer "
@@ -97,8 +88,7 @@ class ProtoConverter {
 
 }  // namespace
 
-absl::StatusOr<Tensor> tensor_from_proto(v1::TensorProto* proto,
-                                         const CodecLimits& limits) {
+absl::StatusOr<Tensor> tensor_from_proto(v1::TensorProto* proto, const CodecLimits& limits) {
   if (proto->shape_size() > limits.max_rank) {
     return internal::rank_error(limits);
   }
@@ -107,8 +97,7 @@ absl::StatusOr<Tensor> tensor_from_proto(v1::TensorProto* proto,
   fields.shape.assign(proto->shape().begin(), proto->shape().end());
   fields.content_bytes = proto->content().size();
   fields.string_count = proto->string_val_size();
-  PSFLOW_ASSIGN_OR_RETURN(const int64_t n,
-                          internal::validate_tensor_fields(fields, limits));
+  PSFLOW_ASSIGN_OR_RETURN(const int64_t n, internal::validate_tensor_fields(fields, limits));
   const auto dtype = static_cast<DType>(fields.dtype);
   if (dtype == DType::kString) {
     std::vector<std::string> strings;
@@ -117,14 +106,12 @@ absl::StatusOr<Tensor> tensor_from_proto(v1::TensorProto* proto,
       strings.push_back(std::move(s));
     }
     proto->clear_string_val();
-    return Tensor::from_strings(std::move(strings), {n}).reshape(
-        std::move(fields.shape));
+    return Tensor::from_strings(std::move(strings), {n}).reshape(std::move(fields.shape));
   }
   if (dtype == DType::kBool) {
     PSFLOW_RETURN_IF_ERROR(internal::validate_bool_content(proto->content()));
   }
-  std::shared_ptr<TensorBuffer> buffer =
-      TensorBuffer::adopt(std::move(*proto->mutable_content()));
+  std::shared_ptr<TensorBuffer> buffer = TensorBuffer::adopt(std::move(*proto->mutable_content()));
   proto->clear_content();
   const auto address = reinterpret_cast<uintptr_t>(buffer->data());
   if (address % dtype_size(dtype) != 0) {
@@ -152,8 +139,7 @@ void tensor_to_proto(const Tensor& tensor, v1::TensorProto* proto) {
       proto->add_string_val(s);
     }
   } else if (tensor.byte_size() > 0) {
-    proto->set_content(static_cast<const char*>(tensor.raw_data()),
-                       tensor.byte_size());
+    proto->set_content(static_cast<const char*>(tensor.raw_data()), tensor.byte_size());
   }
 }
 
@@ -165,29 +151,18 @@ absl::StatusOr<Structure> structure_from_proto(v1::StructureProto* proto,
 void structure_to_proto(const Structure& structure, v1::StructureProto* proto) {
   proto->Clear();
   switch (structure.kind()) {
-    case Structure::Kind::kNone:
-      proto->mutable_none();
-      return;
+    case Structure::Kind::kNone: proto->mutable_none(); return;
     case Structure::Kind::kTensor:
       tensor_to_proto(structure.tensor(), proto->mutable_tensor());
       return;
-    case Structure::Kind::kInt:
-      proto->set_int_value(structure.int_value());
-      return;
-    case Structure::Kind::kFloat:
-      proto->set_float_value(structure.float_value());
-      return;
-    case Structure::Kind::kBool:
-      proto->set_bool_value(structure.bool_value());
-      return;
-    case Structure::Kind::kString:
-      proto->set_string_value(structure.string_value());
-      return;
+    case Structure::Kind::kInt: proto->set_int_value(structure.int_value()); return;
+    case Structure::Kind::kFloat: proto->set_float_value(structure.float_value()); return;
+    case Structure::Kind::kBool: proto->set_bool_value(structure.bool_value()); return;
+    case Structure::Kind::kString: proto->set_string_value(structure.string_value()); return;
     case Structure::Kind::kTuple:
     case Structure::Kind::kList: {
-      v1::StructureList* list = structure.kind() == Structure::Kind::kTuple
-                                    ? proto->mutable_tuple()
-                                    : proto->mutable_list();
+      v1::StructureList* list = structure.kind() == Structure::Kind::kTuple ? proto->mutable_tuple()
+                                                                            : proto->mutable_list();
       list->mutable_items()->Reserve(static_cast<int>(structure.size()));
       for (const Structure& item : structure.items()) {
         structure_to_proto(item, list->add_items());

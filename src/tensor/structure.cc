@@ -14,21 +14,6 @@
 namespace psflow {
 namespace {
 
-std::string_view kind_name(Structure::Kind kind) {
-  switch (kind) {
-    case Structure::Kind::kNone: return "None";
-    case Structure::Kind::kTensor: return "tensor";
-    case Structure::Kind::kInt: return "int";
-    case Structure::Kind::kFloat: return "float";
-    case Structure::Kind::kBool: return "bool";
-    case Structure::Kind::kString: return "string";
-    case Structure::Kind::kTuple: return "tuple";
-    case Structure::Kind::kList: return "list";
-    case Structure::Kind::kDict: return "dict";
-  }
-  return "?";
-}
-
 void flatten_into(const Structure& s, std::vector<Structure>* out) {
   if (s.is_sequence()) {
     for (const Structure& item : s.items()) flatten_into(item, out);
@@ -41,24 +26,12 @@ void flatten_into(const Structure& s, std::vector<Structure>* out) {
 
 void append_debug(std::string* out, const Structure& s) {
   switch (s.kind()) {
-    case Structure::Kind::kNone:
-      out->append("None");
-      return;
-    case Structure::Kind::kTensor:
-      out->append(s.tensor().debug_string());
-      return;
-    case Structure::Kind::kInt:
-      absl::StrAppend(out, s.int_value());
-      return;
-    case Structure::Kind::kFloat:
-      internal::append_python_float(out, s.float_value());
-      return;
-    case Structure::Kind::kBool:
-      out->append(s.bool_value() ? "True" : "False");
-      return;
-    case Structure::Kind::kString:
-      internal::append_python_string(out, s.string_value());
-      return;
+    case Structure::Kind::kNone: out->append("None"); return;
+    case Structure::Kind::kTensor: out->append(s.tensor().debug_string()); return;
+    case Structure::Kind::kInt: absl::StrAppend(out, s.int_value()); return;
+    case Structure::Kind::kFloat: internal::append_python_float(out, s.float_value()); return;
+    case Structure::Kind::kBool: out->append(s.bool_value() ? "True" : "False"); return;
+    case Structure::Kind::kString: internal::append_python_string(out, s.string_value()); return;
     case Structure::Kind::kTuple:
     case Structure::Kind::kList: {
       const bool tuple = s.kind() == Structure::Kind::kTuple;
@@ -89,19 +62,17 @@ void append_debug(std::string* out, const Structure& s) {
 }
 
 absl::Status mismatch(const std::string& path, std::string_view what) {
-  return absl::InvalidArgumentError(
-      path.empty() ? std::string(what) : absl::StrCat(path, ": ", av(what)));
+  return absl::InvalidArgumentError(path.empty() ? std::string(what)
+                                                 : absl::StrCat(path, ": ", av(what)));
 }
 
-absl::Status all_close_at(const Structure& a, const Structure& b, double rtol,
-                          double atol, std::string* path) {
+absl::Status all_close_at(const Structure& a, const Structure& b, double rtol, double atol,
+                          std::string* path) {
   if (a.kind() != b.kind()) {
-    return mismatch(*path, absl::StrCat(av(kind_name(a.kind())), " vs ",
-                                        av(kind_name(b.kind()))));
+    return mismatch(*path, absl::StrCat(av(kind_name(a.kind())), " vs ", av(kind_name(b.kind()))));
   }
   switch (a.kind()) {
-    case Structure::Kind::kNone:
-      return absl::OkStatus();
+    case Structure::Kind::kNone: return absl::OkStatus();
     case Structure::Kind::kTensor: {
       absl::Status st = all_close(a.tensor(), b.tensor(), rtol, atol);
       return st.ok() ? st : mismatch(*path, sv(st.message()));
@@ -122,8 +93,8 @@ absl::Status all_close_at(const Structure& a, const Structure& b, double rtol,
     case Structure::Kind::kTuple:
     case Structure::Kind::kList: {
       if (a.size() != b.size()) {
-        return mismatch(*path, absl::StrCat(av(kind_name(a.kind())), " of ",
-                                            a.size(), " items vs ", b.size()));
+        return mismatch(
+            *path, absl::StrCat(av(kind_name(a.kind())), " of ", a.size(), " items vs ", b.size()));
       }
       for (size_t i = 0; i < a.size(); ++i) {
         const size_t mark = path->size();
@@ -170,6 +141,36 @@ absl::Status all_close_at(const Structure& a, const Structure& b, double rtol,
 
 }  // namespace
 
+std::string_view kind_name(Structure::Kind kind) {
+  switch (kind) {
+    case Structure::Kind::kNone: return "None";
+    case Structure::Kind::kTensor: return "tensor";
+    case Structure::Kind::kInt: return "int";
+    case Structure::Kind::kFloat: return "float";
+    case Structure::Kind::kBool: return "bool";
+    case Structure::Kind::kString: return "string";
+    case Structure::Kind::kTuple: return "tuple";
+    case Structure::Kind::kList: return "list";
+    case Structure::Kind::kDict: return "dict";
+  }
+  return "?";
+}
+
+std::string_view kind_name_with_article(Structure::Kind kind) {
+  switch (kind) {
+    case Structure::Kind::kNone: return "None";
+    case Structure::Kind::kTensor: return "a tensor";
+    case Structure::Kind::kInt: return "an int";
+    case Structure::Kind::kFloat: return "a float";
+    case Structure::Kind::kBool: return "a bool";
+    case Structure::Kind::kString: return "a string";
+    case Structure::Kind::kTuple: return "a tuple";
+    case Structure::Kind::kList: return "a list";
+    case Structure::Kind::kDict: return "a dict";
+  }
+  return "a value";
+}
+
 Structure::Structure(Tensor t) : value_(std::move(t)) {}
 
 Structure Structure::tuple(Items items) {
@@ -206,8 +207,7 @@ int64_t Structure::int_value() const {
 }
 
 double Structure::float_value() const {
-  PSFLOW_CHECK(kind() == Kind::kFloat, "float_value() of a ",
-               av(kind_name(kind())));
+  PSFLOW_CHECK(kind() == Kind::kFloat, "float_value() of a ", av(kind_name(kind())));
   return std::get<double>(value_);
 }
 
@@ -217,8 +217,7 @@ bool Structure::bool_value() const {
 }
 
 const std::string& Structure::string_value() const {
-  PSFLOW_CHECK(kind() == Kind::kString, "string_value() of a ",
-               av(kind_name(kind())));
+  PSFLOW_CHECK(kind() == Kind::kString, "string_value() of a ", av(kind_name(kind())));
   return std::get<std::string>(value_);
 }
 
@@ -243,8 +242,8 @@ size_t Structure::size() const {
 
 const Structure& Structure::operator[](size_t i) const {
   const Items& all = items();
-  PSFLOW_CHECK(i < all.size(), "index ", i, " is out of range for a ",
-               av(kind_name(kind())), " of ", all.size(), " items");
+  PSFLOW_CHECK(i < all.size(), "index ", i, " is out of range for a ", av(kind_name(kind())),
+               " of ", all.size(), " items");
   return all[i];
 }
 
@@ -284,33 +283,22 @@ std::string Structure::debug_string() const {
 bool operator==(const Structure& a, const Structure& b) {
   if (a.kind() != b.kind()) return false;
   switch (a.kind()) {
-    case Structure::Kind::kNone:
-      return true;
-    case Structure::Kind::kTensor:
-      return a.tensor() == b.tensor();
-    case Structure::Kind::kInt:
-      return a.int_value() == b.int_value();
-    case Structure::Kind::kFloat:
-      return a.float_value() == b.float_value();
-    case Structure::Kind::kBool:
-      return a.bool_value() == b.bool_value();
-    case Structure::Kind::kString:
-      return a.string_value() == b.string_value();
+    case Structure::Kind::kNone: return true;
+    case Structure::Kind::kTensor: return a.tensor() == b.tensor();
+    case Structure::Kind::kInt: return a.int_value() == b.int_value();
+    case Structure::Kind::kFloat: return a.float_value() == b.float_value();
+    case Structure::Kind::kBool: return a.bool_value() == b.bool_value();
+    case Structure::Kind::kString: return a.string_value() == b.string_value();
     case Structure::Kind::kTuple:
-    case Structure::Kind::kList:
-      return a.items() == b.items();
-    case Structure::Kind::kDict:
-      return a.fields() == b.fields();
+    case Structure::Kind::kList: return a.items() == b.items();
+    case Structure::Kind::kDict: return a.fields() == b.fields();
   }
   return false;
 }
 
-std::ostream& operator<<(std::ostream& os, const Structure& s) {
-  return os << s.debug_string();
-}
+std::ostream& operator<<(std::ostream& os, const Structure& s) { return os << s.debug_string(); }
 
-absl::Status all_close(const Structure& a, const Structure& b, double rtol,
-                       double atol) {
+absl::Status all_close(const Structure& a, const Structure& b, double rtol, double atol) {
   std::string path;
   return all_close_at(a, b, rtol, atol, &path);
 }

@@ -14,14 +14,12 @@ namespace {
 
 using ::testing::HasSubstr;
 
-std::string message_of(const absl::Status& status) {
-  return std::string(status.message());
-}
+std::string message_of(const absl::Status& status) { return std::string(status.message()); }
 
 // The docstring example: (2, (3, 4), [5], {'v': 1}).
 Structure example() {
-  return Structure::tuple({2, Structure::tuple({3, 4}), Structure::list({5}),
-                           Structure::dict({{"v", 1}})});
+  return Structure::tuple(
+      {2, Structure::tuple({3, 4}), Structure::list({5}), Structure::dict({{"v", 1}})});
 }
 
 TEST(StructureTest, PrintsLikePython) {
@@ -47,9 +45,9 @@ TEST(StructureTest, PrintsEdgeCasesLikePython) {
   EXPECT_EQ(Structure("a'b\"c").debug_string(), "'a\\'b\"c'");
   EXPECT_EQ(Structure("tab\there\n\\").debug_string(), "'tab\\there\\n\\\\'");
   EXPECT_EQ(Structure(std::string("\x01\x7f", 2)).debug_string(), "'\\x01\\x7f'");
-  EXPECT_EQ(Structure::dict({{"b", Structure()}, {"a", Structure::list({1.5, "x"})}})
-                .debug_string(),
-            "{'a': [1.5, 'x'], 'b': None}");
+  EXPECT_EQ(
+      Structure::dict({{"b", Structure()}, {"a", Structure::list({1.5, "x"})}}).debug_string(),
+      "{'a': [1.5, 'x'], 'b': None}");
   EXPECT_EQ(Structure::tuple({Tensor::from_vector<float>({1, 2})}).debug_string(),
             "(Tensor<float32, [2]> [1, 2],)");
 }
@@ -122,9 +120,9 @@ TEST(StructureDeathTest, WrongKindAborts) {
 }
 
 TEST(StructureTest, FlattenInNestOrder) {
-  const Structure s = Structure::tuple(
-      {1, Structure::dict({{"b", 3}, {"a", Structure::list({2, Structure()})}}),
-       Structure::tuple({}), "x"});
+  const Structure s =
+      Structure::tuple({1, Structure::dict({{"b", 3}, {"a", Structure::list({2, Structure()})}}),
+                        Structure::tuple({}), "x"});
   const std::vector<Structure> leaves = s.flatten();
   ASSERT_EQ(leaves.size(), 5u);
   EXPECT_EQ(leaves[0], Structure(1));
@@ -168,18 +166,15 @@ TEST(StructureTest, AllCloseNamesThePath) {
   Structure c = Structure::dict({{"v", Structure::list({1.0, 2.0})}});
   Structure d = Structure::dict({{"v", Structure::list({1.0, 2.5})}});
   EXPECT_EQ(message_of(all_close(c, d)), "['v'][1]: 2.0 vs 2.5");
-  EXPECT_TRUE(all_close(c, Structure::dict({{"v", Structure::list({1.0, 2.0 + 1e-9})}}))
-                  .ok());
-  EXPECT_EQ(message_of(all_close(Structure::tuple({1}), Structure::list({1}))),
-            "tuple vs list");
+  EXPECT_TRUE(all_close(c, Structure::dict({{"v", Structure::list({1.0, 2.0 + 1e-9})}})).ok());
+  EXPECT_EQ(message_of(all_close(Structure::tuple({1}), Structure::list({1}))), "tuple vs list");
   EXPECT_EQ(message_of(all_close(Structure::tuple({1}), Structure::tuple({1, 2}))),
             "tuple of 1 items vs 2");
-  EXPECT_EQ(message_of(all_close(Structure::dict({{"a", 1}}),
-                                 Structure::dict({{"b", 1}}))),
+  EXPECT_EQ(message_of(all_close(Structure::dict({{"a", 1}}), Structure::dict({{"b", 1}}))),
             "key 'a' vs 'b'");
-  EXPECT_EQ(message_of(all_close(Structure::dict({{"a", 1}}),
-                                 Structure::dict({{"a", 1}, {"b", 2}}))),
-            "key (none) vs 'b'");
+  EXPECT_EQ(
+      message_of(all_close(Structure::dict({{"a", 1}}), Structure::dict({{"a", 1}, {"b", 2}}))),
+      "key (none) vs 'b'");
   Structure t1 = Structure::list({Tensor::from_vector<float>({1, 2})});
   Structure t2 = Structure::list({Tensor::from_vector<float>({1, 3})});
   EXPECT_THAT(message_of(all_close(t1, t2)), HasSubstr("[0]: at index [1]: 2 vs 3"));

@@ -13,7 +13,6 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
-
 #include "psflow/tensor.h"
 #include "tensor/tensor_internal.h"
 
@@ -52,13 +51,12 @@ struct Mapping {
 Mapping map_pages(size_t capacity) {
   Mapping m;
   m.mapped_bytes = capacity + kHugePageBytes;
-  void* raw = mmap(nullptr, m.mapped_bytes, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  void* raw =
+      mmap(nullptr, m.mapped_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (raw == MAP_FAILED) throw std::bad_alloc();
   m.raw = static_cast<uint8_t*>(raw);
-  m.data = reinterpret_cast<uint8_t*>(
-      (reinterpret_cast<uintptr_t>(m.raw) + kHugePageBytes - 1) &
-      ~(uintptr_t{kHugePageBytes} - 1));
+  m.data = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(m.raw) + kHugePageBytes - 1) &
+                                      ~(uintptr_t{kHugePageBytes} - 1));
   m.capacity = capacity;
   // Advice only: without transparent huge pages this is a no-op. Only whole
   // huge pages: a partial last one would hold up to 2 MiB of memory the
@@ -85,8 +83,7 @@ class MappingCache {
     size_t best = free_.size();
     for (size_t i = 0; i < free_.size(); ++i) {
       const size_t c = free_[i].capacity;
-      if (c >= bytes && c / 2 <= bytes &&
-          (best == free_.size() || c < free_[best].capacity)) {
+      if (c >= bytes && c / 2 <= bytes && (best == free_.size() || c < free_[best].capacity)) {
         best = i;
       }
     }
@@ -124,9 +121,7 @@ class MappingCache {
 class AlignedBuffer final : public TensorBuffer {
  public:
   AlignedBuffer(uint8_t* data, size_t size) : data_(data), size_(size) {}
-  ~AlignedBuffer() override {
-    ::operator delete(data_, std::align_val_t{kBufferAlignment});
-  }
+  ~AlignedBuffer() override { ::operator delete (data_, std::align_val_t{kBufferAlignment}); }
   AlignedBuffer(const AlignedBuffer&) = delete;
   AlignedBuffer& operator=(const AlignedBuffer&) = delete;
 
@@ -142,8 +137,7 @@ class AlignedBuffer final : public TensorBuffer {
 // the MappingCache when freed. Thread-safety: immutable.
 class MappedBuffer final : public TensorBuffer {
  public:
-  MappedBuffer(const Mapping& mapping, size_t size)
-      : mapping_(mapping), size_(size) {}
+  MappedBuffer(const Mapping& mapping, size_t size) : mapping_(mapping), size_(size) {}
   ~MappedBuffer() override { MappingCache::instance().give(mapping_); }
   MappedBuffer(const MappedBuffer&) = delete;
   MappedBuffer& operator=(const MappedBuffer&) = delete;
@@ -162,9 +156,7 @@ class StringBuffer final : public TensorBuffer {
  public:
   explicit StringBuffer(std::string bytes) : bytes_(std::move(bytes)) {}
 
-  uint8_t* data() const override {
-    return reinterpret_cast<uint8_t*>(bytes_.data());
-  }
+  uint8_t* data() const override { return reinterpret_cast<uint8_t*>(bytes_.data()); }
   size_t size() const override { return bytes_.size(); }
 
  private:
@@ -189,8 +181,7 @@ std::shared_ptr<TensorBuffer> allocate_buffer(size_t bytes, bool zero_fill) {
     if (!zero_fill) (void)madvise(fresh.data, bytes, MADV_POPULATE_WRITE);
     return std::make_shared<MappedBuffer>(fresh, bytes);
   }
-  auto* data = static_cast<uint8_t*>(
-      ::operator new(bytes, std::align_val_t{kBufferAlignment}));
+  auto* data = static_cast<uint8_t*>(::operator new (bytes, std::align_val_t{kBufferAlignment}));
   if (zero_fill && bytes > 0) std::memset(data, 0, bytes);
   return std::make_shared<AlignedBuffer>(data, bytes);
 }

@@ -2,8 +2,8 @@
 
 #include <atomic>
 #include <cmath>
-#include <cstring>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <sstream>
 #include <string>
@@ -19,13 +19,10 @@ namespace {
 
 using ::testing::HasSubstr;
 
-constexpr DType kAllDTypes[] = {DType::kFloat32, DType::kFloat64, DType::kInt32,
-                                DType::kInt64,   DType::kUInt8,   DType::kBool,
-                                DType::kString};
+constexpr DType kAllDTypes[] = {DType::kFloat32, DType::kFloat64, DType::kInt32, DType::kInt64,
+                                DType::kUInt8,   DType::kBool,    DType::kString};
 
-std::string message_of(const absl::Status& status) {
-  return std::string(status.message());
-}
+std::string message_of(const absl::Status& status) { return std::string(status.message()); }
 
 TEST(DTypeTest, SizesAndNames) {
   EXPECT_EQ(dtype_size(DType::kFloat32), 4u);
@@ -80,8 +77,7 @@ TEST(ShapeTest, NumElementsAndString) {
 TEST(ShapeTest, CheckedNumElementsRejectsBadShapes) {
   absl::StatusOr<int64_t> neg = checked_num_elements({2, -3});
   ASSERT_FALSE(neg.ok());
-  EXPECT_EQ(message_of(neg.status()),
-            "shape [2, -3] has negative dimension -3 at axis 1");
+  EXPECT_EQ(message_of(neg.status()), "shape [2, -3] has negative dimension -3 at axis 1");
   absl::StatusOr<int64_t> big = checked_num_elements({int64_t{1} << 40, int64_t{1} << 40});
   ASSERT_FALSE(big.ok());
   EXPECT_THAT(message_of(big.status()), HasSubstr("more elements than int64"));
@@ -241,8 +237,7 @@ TEST(TensorTest, CreateValidatesUntrustedShapes) {
   absl::StatusOr<Tensor> bad = Tensor::create(DType::kInvalid, {});
   ASSERT_FALSE(bad.ok());
   EXPECT_THAT(message_of(bad.status()), HasSubstr("invalid dtype"));
-  absl::StatusOr<Tensor> huge =
-      Tensor::create(DType::kFloat64, {int64_t{1} << 61});
+  absl::StatusOr<Tensor> huge = Tensor::create(DType::kFloat64, {int64_t{1} << 61});
   ASSERT_FALSE(huge.ok());
   EXPECT_THAT(message_of(huge.status()), HasSubstr("more bytes than int64"));
 }
@@ -255,8 +250,7 @@ TEST(TensorTest, FromVectorEveryFixedDType) {
   EXPECT_EQ(d.shape(), (Shape{2}));
   EXPECT_EQ(d.flat<double>()[1], 1.5);
   EXPECT_EQ(Tensor::from_vector<int32_t>({-1, 7}).flat<int32_t>()[0], -1);
-  EXPECT_EQ(Tensor::from_vector<int64_t>({int64_t{1} << 40}).flat<int64_t>()[0],
-            int64_t{1} << 40);
+  EXPECT_EQ(Tensor::from_vector<int64_t>({int64_t{1} << 40}).flat<int64_t>()[0], int64_t{1} << 40);
   EXPECT_EQ(Tensor::from_vector<uint8_t>({255, 0}).flat<uint8_t>()[0], 255);
   Tensor b = Tensor::from_vector<bool>({true, false, true});
   EXPECT_EQ(b.dtype(), DType::kBool);
@@ -278,21 +272,18 @@ TEST(TensorTest, FromStrings) {
 
 TEST(TensorTest, FromBuffer) {
   std::shared_ptr<TensorBuffer> buffer = TensorBuffer::allocate(64);
-  absl::StatusOr<Tensor> t =
-      Tensor::from_buffer(DType::kFloat32, {2, 2}, buffer, 16);
+  absl::StatusOr<Tensor> t = Tensor::from_buffer(DType::kFloat32, {2, 2}, buffer, 16);
   ASSERT_TRUE(t.ok()) << t.status();
   EXPECT_EQ(t->raw_data(), buffer->data() + 16);
   t->mutable_flat<float>()[0] = 5;
   EXPECT_EQ(reinterpret_cast<float*>(buffer->data() + 16)[0], 5);
 
-  absl::StatusOr<Tensor> too_big =
-      Tensor::from_buffer(DType::kFloat32, {4, 4}, buffer, 16);
+  absl::StatusOr<Tensor> too_big = Tensor::from_buffer(DType::kFloat32, {4, 4}, buffer, 16);
   ASSERT_FALSE(too_big.ok());
   EXPECT_THAT(message_of(too_big.status()),
               HasSubstr("needs 64 bytes at offset 16 but the buffer holds only 64"));
   EXPECT_FALSE(Tensor::from_buffer(DType::kFloat32, {1}, buffer, 65).ok());
-  absl::StatusOr<Tensor> misaligned =
-      Tensor::from_buffer(DType::kFloat64, {1}, buffer, 4);
+  absl::StatusOr<Tensor> misaligned = Tensor::from_buffer(DType::kFloat64, {1}, buffer, 4);
   ASSERT_FALSE(misaligned.ok());
   EXPECT_THAT(message_of(misaligned.status()), HasSubstr("not aligned"));
   EXPECT_FALSE(Tensor::from_buffer(DType::kString, {1}, buffer).ok());
@@ -340,8 +331,7 @@ TEST(TensorDeathTest, ProgrammingErrorsAbort) {
   EXPECT_DEATH((void)t.slice(1, 3), "out of range");
   EXPECT_DEATH((void)t.scalar_value<float>(), "one element");
   EXPECT_DEATH(Tensor(DType::kFloat32, {-1}), "negative dimension");
-  EXPECT_DEATH((void)Tensor::from_vector<float>({1, 2, 3}, {2, 2}),
-               "needs 4 values, got 3");
+  EXPECT_DEATH((void)Tensor::from_vector<float>({1, 2, 3}, {2, 2}), "needs 4 values, got 3");
   EXPECT_DEATH((void)Tensor::scalar_string("s").raw_data(), "no byte buffer");
 }
 
@@ -430,10 +420,8 @@ TEST(TensorTest, DebugStringFormats) {
             "Tensor<float32, [2, 2]> [[1, 2], [3, 4]]");
   EXPECT_EQ(Tensor::scalar(0.5).debug_string(), "Tensor<float64, []> 0.5");
   EXPECT_EQ(Tensor::scalar(0.1f).debug_string(), "Tensor<float32, []> 0.1");
-  EXPECT_EQ(Tensor::from_vector<int32_t>({-1, 2}).debug_string(),
-            "Tensor<int32, [2]> [-1, 2]");
-  EXPECT_EQ(Tensor::from_vector<uint8_t>({255}).debug_string(),
-            "Tensor<uint8, [1]> [255]");
+  EXPECT_EQ(Tensor::from_vector<int32_t>({-1, 2}).debug_string(), "Tensor<int32, [2]> [-1, 2]");
+  EXPECT_EQ(Tensor::from_vector<uint8_t>({255}).debug_string(), "Tensor<uint8, [1]> [255]");
   EXPECT_EQ(Tensor::from_vector<bool>({true, false}).debug_string(),
             "Tensor<bool, [2]> [True, False]");
   EXPECT_EQ(Tensor::from_strings({"a", "it's"}).debug_string(),
@@ -494,15 +482,15 @@ TEST(TensorTest, AllCloseNamesFirstDifference) {
   EXPECT_THAT(message_of(all_close(a, Tensor(DType::kInt32, {2, 2}))),
               HasSubstr("dtype float32 vs int32"));
   const double inf = std::numeric_limits<double>::infinity();
-  EXPECT_TRUE(all_close(Tensor::from_vector<double>({inf}),
-                        Tensor::from_vector<double>({inf})).ok());
+  EXPECT_TRUE(
+      all_close(Tensor::from_vector<double>({inf}), Tensor::from_vector<double>({inf})).ok());
   EXPECT_FALSE(all_close(Tensor::from_vector<double>({std::nan("")}),
-                         Tensor::from_vector<double>({std::nan("")})).ok());
+                         Tensor::from_vector<double>({std::nan("")}))
+                   .ok());
   EXPECT_THAT(message_of(all_close(Tensor::from_vector<int32_t>({1, 2}),
                                    Tensor::from_vector<int32_t>({1, 3}))),
               HasSubstr("at index [1]: 2 vs 3"));
-  EXPECT_THAT(message_of(all_close(Tensor::from_strings({"a"}),
-                                   Tensor::from_strings({"b"}))),
+  EXPECT_THAT(message_of(all_close(Tensor::from_strings({"a"}), Tensor::from_strings({"b"}))),
               HasSubstr("at index [0]: 'a' vs 'b'"));
 }
 

@@ -35,17 +35,15 @@ std::string_view wire_type_name(WireType type) {
 WireReader::WireReader(std::string_view bytes, std::string_view message)
     : bytes_(bytes),
       message_(message),
-      in_(reinterpret_cast<const uint8_t*>(bytes.data()),
-          static_cast<int>(bytes.size())) {}
+      in_(reinterpret_cast<const uint8_t*>(bytes.data()), static_cast<int>(bytes.size())) {}
 
 bool WireReader::at_end() const {
   return static_cast<size_t>(in_.CurrentPosition()) >= bytes_.size();
 }
 
 absl::Status WireReader::malformed(int offset, std::string_view what) const {
-  return absl::InvalidArgumentError(
-      absl::StrCat("malformed ", av(message_), ": ", av(what), " at byte ",
-                   offset, " of ", bytes_.size()));
+  return absl::InvalidArgumentError(absl::StrCat("malformed ", av(message_), ": ", av(what),
+                                                 " at byte ", offset, " of ", bytes_.size()));
 }
 
 bool WireReader::read_varint(uint64_t* value, int max_bytes) {
@@ -94,18 +92,15 @@ absl::Status WireReader::next(WireField* field) {
       }
       const auto pos = static_cast<size_t>(in_.CurrentPosition());
       if (length > bytes_.size() - pos) {
-        return malformed(start, absl::StrCat("field ", field->number, " claims ",
-                                             length, " bytes but only ",
-                                             bytes_.size() - pos, " remain"));
+        return malformed(start, absl::StrCat("field ", field->number, " claims ", length,
+                                             " bytes but only ", bytes_.size() - pos, " remain"));
       }
       field->bytes = bytes_.substr(pos, static_cast<size_t>(length));
       (void)in_.Skip(static_cast<int>(length));
       return absl::OkStatus();
     }
-    case WireType::kStartGroup:
-      return skip_group(field->number);
-    case WireType::kEndGroup:
-      return malformed(start, "unexpected end-group tag");
+    case WireType::kStartGroup: return skip_group(field->number);
+    case WireType::kEndGroup: return malformed(start, "unexpected end-group tag");
   }
   return malformed(start, "invalid wire type");
 }
@@ -120,50 +115,39 @@ absl::Status WireReader::skip_group(uint32_t number) {
     if (at_end()) return malformed(in_.CurrentPosition(), "unterminated group");
     const int start = in_.CurrentPosition();
     uint64_t tag = 0;
-    if (!read_varint(&tag, kMaxTagBytes) || tag > UINT32_MAX ||
-        (tag >> 3) == 0) {
+    if (!read_varint(&tag, kMaxTagBytes) || tag > UINT32_MAX || (tag >> 3) == 0) {
       return malformed(start, "invalid tag inside a group");
     }
     const auto inner = static_cast<uint32_t>(tag >> 3);
     uint64_t scratch = 0;
     bool ok = true;
     switch (tag & 7) {
-      case 0:
-        ok = read_varint(&scratch, kMaxVarintBytes);
-        break;
-      case 1:
-        ok = in_.Skip(8);
-        break;
+      case 0: ok = read_varint(&scratch, kMaxVarintBytes); break;
+      case 1: ok = in_.Skip(8); break;
       case 2:
         ok = read_varint(&scratch, kMaxTagBytes) &&
              scratch <= bytes_.size() - static_cast<size_t>(in_.CurrentPosition()) &&
              in_.Skip(static_cast<int>(scratch));
         break;
-      case 3:
-        open.push_back(inner);
-        break;
+      case 3: open.push_back(inner); break;
       case 4:
         ok = inner == open.back();
         open.pop_back();
         break;
-      case 5:
-        ok = in_.Skip(4);
-        break;
-      default:
-        ok = false;
+      case 5: ok = in_.Skip(4); break;
+      default: ok = false;
     }
     if (!ok) return malformed(start, "malformed field inside a group");
   }
   return absl::OkStatus();
 }
 
-absl::Status WireReader::wrong_type(const WireField& field,
-                                    std::string_view field_name,
+absl::Status WireReader::wrong_type(const WireField& field, std::string_view field_name,
                                     WireType expected) const {
-  return absl::InvalidArgumentError(absl::StrCat(
-      "malformed ", av(message_), ": field ", field.number, " (", av(field_name),
-      ") has wire type ", av(wire_type_name(field.wire_type)), ", expected ",
-      av(wire_type_name(expected))));
+  return absl::InvalidArgumentError(
+      absl::StrCat("malformed ", av(message_), ": field ", field.number, " (", av(field_name),
+                   ") has wire type ", av(wire_type_name(field.wire_type)), ", expected ",
+                   av(wire_type_name(expected))));
 }
 
 void put_varint(std::string* out, uint64_t value) {
@@ -173,8 +157,7 @@ void put_varint(std::string* out, uint64_t value) {
 }
 
 void put_tag(std::string* out, uint32_t number, WireType type) {
-  put_varint(out, (static_cast<uint64_t>(number) << 3) |
-                      static_cast<uint64_t>(type));
+  put_varint(out, (static_cast<uint64_t>(number) << 3) | static_cast<uint64_t>(type));
 }
 
 void put_fixed64(std::string* out, uint64_t value) {
@@ -183,13 +166,9 @@ void put_fixed64(std::string* out, uint64_t value) {
   out->append(reinterpret_cast<const char*>(buf), sizeof(buf));
 }
 
-size_t varint_size(uint64_t value) {
-  return CodedOutputStream::VarintSize64(value);
-}
+size_t varint_size(uint64_t value) { return CodedOutputStream::VarintSize64(value); }
 
-size_t tag_size(uint32_t number) {
-  return varint_size(static_cast<uint64_t>(number) << 3);
-}
+size_t tag_size(uint32_t number) { return varint_size(static_cast<uint64_t>(number) << 3); }
 
 size_t length_delimited_size(uint32_t number, size_t payload) {
   return tag_size(number) + varint_size(payload) + payload;

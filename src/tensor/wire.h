@@ -51,8 +51,7 @@ class WireReader {
   // INVALID_ARGUMENT on a malformed or truncated field.
   [[nodiscard]] absl::Status next(WireField* field);
   // INVALID_ARGUMENT naming the field whose wire type is not `expected`.
-  [[nodiscard]] absl::Status wrong_type(const WireField& field,
-                                        std::string_view field_name,
+  [[nodiscard]] absl::Status wrong_type(const WireField& field, std::string_view field_name,
                                         WireType expected) const;
 
  private:
@@ -68,8 +67,7 @@ class WireReader {
 // Parses a packed run of varints (a `repeated int64` field's payload);
 // calls `sink(value)` for each; INVALID_ARGUMENT when malformed.
 template <typename Sink>
-[[nodiscard]] absl::Status read_packed_varints(std::string_view bytes,
-                                               std::string_view what,
+[[nodiscard]] absl::Status read_packed_varints(std::string_view bytes, std::string_view what,
                                                Sink&& sink);
 
 // Appends the varint encoding of `value`.
@@ -84,16 +82,13 @@ void put_fixed64(std::string* out, uint64_t value);
 // --- implementation details -------------------------------------------
 
 template <typename Sink>
-absl::Status read_packed_varints(std::string_view bytes, std::string_view what,
-                                 Sink&& sink) {
-  google::protobuf::io::CodedInputStream in(
-      reinterpret_cast<const uint8_t*>(bytes.data()),
-      static_cast<int>(bytes.size()));
+absl::Status read_packed_varints(std::string_view bytes, std::string_view what, Sink&& sink) {
+  google::protobuf::io::CodedInputStream in(reinterpret_cast<const uint8_t*>(bytes.data()),
+                                            static_cast<int>(bytes.size()));
   while (static_cast<size_t>(in.CurrentPosition()) < bytes.size()) {
     uint64_t value = 0;
     if (!in.ReadVarint64(&value)) {
-      return absl::InvalidArgumentError(
-          std::string("malformed packed varints in ").append(what));
+      return absl::InvalidArgumentError(std::string("malformed packed varints in ").append(what));
     }
     absl::Status st = sink(value);
     if (!st.ok()) return st;

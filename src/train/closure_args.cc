@@ -1,8 +1,8 @@
 #include "train/closure_args.h"
 
 #include "absl/strings/str_cat.h"
-#include "psflow/status_macros.h"
 #include "base/strings.h"
+#include "psflow/status_macros.h"
 
 namespace psflow {
 

@@ -13,8 +13,8 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "psflow/status_macros.h"
 #include "psflow/cluster_coordinator.h"
+#include "psflow/status_macros.h"
 #include "train/progress.h"
 #include "train/trainer.h"
 
@@ -77,9 +77,9 @@ template <typename Result>
   ProgressBar progress(options.out, options.interactive_progress,
                        absl::StrCat("epoch ", epoch, "/", options.epochs),
                        closures * options.steps_per_execution);
-  PSFLOW_ASSIGN_OR_RETURN(Result totals, run_epoch_closures<Result>(coordinator, function, args,
-                                                                    closures, progress,
-                                                                    completed_steps));
+  PSFLOW_ASSIGN_OR_RETURN(
+      Result totals,
+      run_epoch_closures<Result>(coordinator, function, args, closures, progress, completed_steps));
   return TimedEpoch<Result>{std::move(totals), absl::ToDoubleSeconds(absl::Now() - start)};
 }
 

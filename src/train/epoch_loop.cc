@@ -19,21 +19,20 @@ absl::Status validate_ps_recovery_options(const TrainOptions& o) {
         "--ps-recovery needs --run-dir: a restarted ps is restored from the checkpoints there");
   }
   if (!(o.ps_recovery_timeout_seconds > 0) || o.ps_recovery_timeout_seconds > 86400) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--ps-recovery-timeout ", o.ps_recovery_timeout_seconds,
-                     " is out of range; use 1 to 86400 seconds"));
+    return absl::InvalidArgumentError(absl::StrCat("--ps-recovery-timeout ",
+                                                   o.ps_recovery_timeout_seconds,
+                                                   " is out of range; use 1 to 86400 seconds"));
   }
   if (o.max_ps_recoveries < 0) {
-    return absl::InvalidArgumentError(absl::StrCat("max_ps_recoveries ", o.max_ps_recoveries,
-                                                   " is negative; use 0 or more"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("max_ps_recoveries ", o.max_ps_recoveries, " is negative; use 0 or more"));
   }
   return absl::OkStatus();
 }
 
 absl::StatusOr<EpochLoop> EpochLoop::create(const ClusterSpec& spec, const TrainOptions& options,
                                             const std::vector<ShardedVariable>& variables,
-                                            const Optimizer& optimizer,
-                                            int64_t steps_per_epoch) {
+                                            const Optimizer& optimizer, int64_t steps_per_epoch) {
   if (steps_per_epoch < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("an epoch of ", steps_per_epoch, " steps trains nothing"));
@@ -44,9 +43,9 @@ absl::StatusOr<EpochLoop> EpochLoop::create(const ClusterSpec& spec, const Train
     std::map<std::string, ShardedVariable> named;
     for (const ShardedVariable& v : variables) named.emplace(v.name(), v);
     PSFLOW_ASSIGN_OR_RETURN(Checkpoint checkpoint, Checkpoint::create(std::move(named), optimizer));
-    PSFLOW_ASSIGN_OR_RETURN(CheckpointManager manager,
-                            CheckpointManager::create(std::move(checkpoint),
-                                                      options.run_dir + "/checkpoints", 3));
+    PSFLOW_ASSIGN_OR_RETURN(
+        CheckpointManager manager,
+        CheckpointManager::create(std::move(checkpoint), options.run_dir + "/checkpoints", 3));
     PSFLOW_ASSIGN_OR_RETURN(std::optional<std::string> restored, manager.restore_or_initialize());
     if (restored.has_value()) {
       PSFLOW_ASSIGN_OR_RETURN(int64_t iterations, load_checkpoint_iterations(*restored));

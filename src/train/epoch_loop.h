@@ -18,8 +18,8 @@
 #include "psflow/checkpoint.h"
 #include "psflow/cluster_spec.h"
 #include "psflow/optimizer.h"
-#include "psflow/variable.h"
 #include "psflow/ps_recovery.h"
+#include "psflow/variable.h"
 #include "train/trainer.h"
 
 namespace psflow {

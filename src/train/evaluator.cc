@@ -11,10 +11,10 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "psflow/status_macros.h"
 #include "data/idx_reader.h"
 #include "nlohmann/json.hpp"
 #include "psflow/checkpoint.h"
+#include "psflow/status_macros.h"
 #include "psflow/strategy.h"
 #include "train/event_writer.h"
 #include "train/mlp.h"
@@ -134,8 +134,9 @@ absl::StatusOr<int> run_evaluator(const EvaluatorOptions& options) {
         return restored;
       }
       PSFLOW_ASSIGN_OR_RETURN(std::vector<Tensor> params, read_values(vars));
-      PSFLOW_ASSIGN_OR_RETURN(ClassifierEvaluation result, evaluate_classifier(spec, params, data.test_images,
-                                                                     data.test_labels));
+      PSFLOW_ASSIGN_OR_RETURN(
+          ClassifierEvaluation result,
+          evaluate_classifier(spec, params, data.test_images, data.test_labels));
       const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
       metrics << nlohmann::json({{"checkpoint", path},
                                  {"step", step},

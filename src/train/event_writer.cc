@@ -96,8 +96,8 @@ absl::StatusOr<EventWriter> EventWriter::create(const std::string& dir) {
   char host[256] = {};
   if (::gethostname(host, sizeof(host) - 1) != 0) std::strcpy(host, "localhost");
   const double now = absl::ToDoubleSeconds(absl::Now() - absl::UnixEpoch());
-  const std::string path = absl::StrCat(dir, "/events.out.tfevents.",
-                                        static_cast<int64_t>(now), ".", host);
+  const std::string path =
+      absl::StrCat(dir, "/events.out.tfevents.", static_cast<int64_t>(now), ".", host);
   std::FILE* file = std::fopen(path.c_str(), "wb");
   if (file == nullptr) {
     return absl::PermissionDeniedError(
@@ -143,7 +143,8 @@ absl::Status EventWriter::write_record(const std::string& event) {
   append_tfrecord(event, &record);
   if (file_ == nullptr || std::fwrite(record.data(), 1, record.size(), file_) != record.size() ||
       std::fflush(file_) != 0) {
-    return absl::InternalError(absl::StrCat("cannot write to '", path_, "': ", std::strerror(errno)));
+    return absl::InternalError(
+        absl::StrCat("cannot write to '", path_, "': ", std::strerror(errno)));
   }
   return absl::OkStatus();
 }

@@ -3,9 +3,9 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "psflow/status_macros.h"
 #include "base/strings.h"
 #include "psflow/nn.h"
+#include "psflow/status_macros.h"
 #include "psflow/strategy.h"
 
 namespace psflow {
@@ -17,14 +17,14 @@ constexpr size_t kMaxLayers = 64;
 absl::Status check_params(const MlpSpec& spec, const std::vector<Tensor>& params) {
   const std::vector<Shape> shapes = spec.parameter_shapes();
   if (params.size() != shapes.size()) {
-    return absl::InvalidArgumentError(absl::StrCat("the model has ", shapes.size(),
-                                                   " parameters; got ", params.size()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("the model has ", shapes.size(), " parameters; got ", params.size()));
   }
   for (size_t i = 0; i < shapes.size(); ++i) {
     if (params[i].dtype() != DType::kFloat32 || params[i].shape() != shapes[i]) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "parameter ", i, " should be float32 ", shape_string(shapes[i]), "; got ",
-          av(dtype_name(params[i].dtype())), " ", shape_string(params[i].shape())));
+      return absl::InvalidArgumentError(
+          absl::StrCat("parameter ", i, " should be float32 ", shape_string(shapes[i]), "; got ",
+                       av(dtype_name(params[i].dtype())), " ", shape_string(params[i].shape())));
     }
   }
   return absl::OkStatus();
@@ -121,21 +121,21 @@ absl::StatusOr<Tensor> mlp_logits(const MlpSpec& spec, const std::vector<Tensor>
   return nn::dense_forward(h, params[params.size() - 2], params.back());
 }
 
-absl::StatusOr<MlpStep> mlp_forward_backward(const MlpSpec& spec,
-                                             const std::vector<Tensor>& params, const Tensor& x,
-                                             const Tensor& labels) {
+absl::StatusOr<MlpStep> mlp_forward_backward(const MlpSpec& spec, const std::vector<Tensor>& params,
+                                             const Tensor& x, const Tensor& labels) {
   PSFLOW_RETURN_IF_ERROR(check_params(spec, params));
   // activations[l] is the input of layer l (after ReLU for l > 0).
   std::vector<Tensor> activations = {x};
   const size_t num_layers = params.size() / 2;
   for (size_t l = 0; l + 1 < num_layers; ++l) {
-    PSFLOW_ASSIGN_OR_RETURN(Tensor z,
-                            nn::dense_forward(activations.back(), params[2 * l], params[2 * l + 1]));
+    PSFLOW_ASSIGN_OR_RETURN(
+        Tensor z, nn::dense_forward(activations.back(), params[2 * l], params[2 * l + 1]));
     PSFLOW_ASSIGN_OR_RETURN(Tensor h, nn::relu(z));
     activations.push_back(std::move(h));
   }
-  PSFLOW_ASSIGN_OR_RETURN(Tensor logits, nn::dense_forward(activations.back(),
-                                                           params[params.size() - 2], params.back()));
+  PSFLOW_ASSIGN_OR_RETURN(
+      Tensor logits,
+      nn::dense_forward(activations.back(), params[params.size() - 2], params.back()));
   PSFLOW_ASSIGN_OR_RETURN(nn::LossResult loss, nn::sparse_softmax_cross_entropy(logits, labels));
 
   MlpStep step;

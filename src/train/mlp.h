@@ -36,19 +36,18 @@ struct MlpSpec {
 // Creates the parameters with create_variable(), so the caller's strategy
 // scope decides where they live: kernels Glorot-uniform from `seed`, biases
 // zero; names "dense_<i>/kernel" and "dense_<i>/bias".
-[[nodiscard]] absl::StatusOr<std::vector<ShardedVariable>> create_mlp_variables(
-    const MlpSpec& spec, uint64_t seed);
+[[nodiscard]] absl::StatusOr<std::vector<ShardedVariable>> create_mlp_variables(const MlpSpec& spec,
+                                                                                uint64_t seed);
 
 // The logits [N, num_classes] for x [N, input_dim] (float32).
 [[nodiscard]] absl::StatusOr<Tensor> mlp_logits(const MlpSpec& spec,
-                                                const std::vector<Tensor>& params,
-                                                const Tensor& x);
+                                                const std::vector<Tensor>& params, const Tensor& x);
 
 // One forward and backward pass. Thread-safety: a value type.
 struct MlpStep {
-  double loss = 0.0;               // mean over the batch
-  std::vector<Tensor> gradients;   // one per parameter, in parameter order
-  Tensor probabilities;            // [N, num_classes]
+  double loss = 0.0;              // mean over the batch
+  std::vector<Tensor> gradients;  // one per parameter, in parameter order
+  Tensor probabilities;           // [N, num_classes]
 };
 [[nodiscard]] absl::StatusOr<MlpStep> mlp_forward_backward(const MlpSpec& spec,
                                                            const std::vector<Tensor>& params,

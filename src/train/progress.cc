@@ -47,10 +47,9 @@ void ProgressBar::draw(int64_t done, double loss, bool newline) {
   if (filled < kWidth) bar[filled] = '>';
   const double seconds = absl::ToDoubleSeconds(absl::Now() - start_);
   const double rate = seconds > 0 ? static_cast<double>(done) / seconds : 0.0;
-  std::fprintf(out_, "%s%s [%s] %lld/%lld steps %.1f steps/s loss %.4f%s",
-               interactive_ ? "\r" : "", label_.c_str(), bar.c_str(),
-               static_cast<long long>(done), static_cast<long long>(total_), rate, loss,
-               newline ? "\n" : "");
+  std::fprintf(out_, "%s%s [%s] %lld/%lld steps %.1f steps/s loss %.4f%s", interactive_ ? "\r" : "",
+               label_.c_str(), bar.c_str(), static_cast<long long>(done),
+               static_cast<long long>(total_), rate, loss, newline ? "\n" : "");
   std::fflush(out_);
   drawn_ = true;
 }

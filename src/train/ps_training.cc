@@ -2,9 +2,9 @@
 
 #include <utility>
 
-#include "psflow/status_macros.h"
-#include "ps/optimizer.h"
+#include "optimizer/optimizer.h"
 #include "psflow/cluster_resolver.h"
+#include "psflow/status_macros.h"
 
 namespace psflow {
 

@@ -40,8 +40,7 @@ struct PsTraining {
   // learning rate and its schedule (options.lr_schedule, over
   // steps_per_epoch * options.epochs steps) and options.steps_per_execution.
   template <typename Spec>
-  void fill(StepConfig<Spec>& config, const TrainOptions& options,
-            int64_t steps_per_epoch) const {
+  void fill(StepConfig<Spec>& config, const TrainOptions& options, int64_t steps_per_epoch) const {
     for (const ShardedVariable& v : variables) config.variables.push_back(v.handle());
     config.optimizer = optimizer_config;
     config.learning_rate = options.learning_rate;

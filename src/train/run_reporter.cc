@@ -38,10 +38,11 @@ absl::Status RunReporter::report(const EpochReport& r) {
   train_examples_ += r.examples;
   const double rate = r.seconds > 0 ? static_cast<double>(r.examples) / r.seconds : 0.0;
   if (events_.has_value()) {
-    std::vector<std::pair<std::string, double>> scalars = {
-        {"train/loss", m.train_loss}, {"train/accuracy", m.train_accuracy},
-        {"test/loss", m.test_loss}, {"test/accuracy", m.test_accuracy},
-        {"train/examples_per_sec", rate}};
+    std::vector<std::pair<std::string, double>> scalars = {{"train/loss", m.train_loss},
+                                                           {"train/accuracy", m.train_accuracy},
+                                                           {"test/loss", m.test_loss},
+                                                           {"test/accuracy", m.test_accuracy},
+                                                           {"train/examples_per_sec", rate}};
     for (const EpochReport::Extra& e : r.extra) {
       scalars.emplace_back(absl::StrCat("train/", e.name), e.train);
       scalars.emplace_back(absl::StrCat("test/", e.name), e.test);
@@ -60,8 +61,8 @@ absl::Status RunReporter::report(const EpochReport& r) {
                  "epoch %d/%d: train loss %.4f%s accuracy %.4f | test loss %.4f%s accuracy %.4f | "
                  "%lld steps in %.1f s (%.0f examples/s)\n",
                  r.epoch, options_.epochs, m.train_loss, train_extra.c_str(), m.train_accuracy,
-                 m.test_loss, test_extra.c_str(), m.test_accuracy,
-                 static_cast<long long>(m.steps), r.seconds, rate);
+                 m.test_loss, test_extra.c_str(), m.test_accuracy, static_cast<long long>(m.steps),
+                 r.seconds, rate);
     std::fflush(options_.out);
   }
   return absl::OkStatus();

@@ -5,10 +5,10 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "psflow/status_macros.h"
 #include "base/strings.h"
-#include "ps/optimizer.h"
+#include "optimizer/optimizer.h"
 #include "psflow/per_worker.h"
+#include "psflow/status_macros.h"
 #include "psflow/tensor.h"
 #include "train/mlp.h"
 #include "train/wide_deep_model.h"
@@ -36,17 +36,20 @@ Structure optimizer_config_to_structure(const OptimizerConfig& c) {
 
 absl::StatusOr<OptimizerConfig> optimizer_config_from_structure(const Structure& s) {
   OptimizerConfig c;
-  PSFLOW_ASSIGN_OR_RETURN(const Structure* kind, kOptimizerArgs.field(s, "kind", Structure::Kind::kString));
+  PSFLOW_ASSIGN_OR_RETURN(const Structure* kind,
+                          kOptimizerArgs.field(s, "kind", Structure::Kind::kString));
   PSFLOW_ASSIGN_OR_RETURN(c.kind, optimizer_kind_from_name(kind->string_value()));
   PSFLOW_ASSIGN_OR_RETURN(c.momentum, kOptimizerArgs.float_field(s, "momentum"));
-  PSFLOW_ASSIGN_OR_RETURN(const Structure* nesterov, kOptimizerArgs.field(s, "nesterov", Structure::Kind::kBool));
+  PSFLOW_ASSIGN_OR_RETURN(const Structure* nesterov,
+                          kOptimizerArgs.field(s, "nesterov", Structure::Kind::kBool));
   c.nesterov = nesterov->bool_value();
   PSFLOW_ASSIGN_OR_RETURN(c.initial_accumulator_value,
                           kOptimizerArgs.float_field(s, "initial_accumulator_value"));
   PSFLOW_ASSIGN_OR_RETURN(c.epsilon, kOptimizerArgs.float_field(s, "epsilon"));
   PSFLOW_ASSIGN_OR_RETURN(c.beta_1, kOptimizerArgs.float_field(s, "beta_1"));
   PSFLOW_ASSIGN_OR_RETURN(c.beta_2, kOptimizerArgs.float_field(s, "beta_2"));
-  PSFLOW_ASSIGN_OR_RETURN(c.learning_rate_power, kOptimizerArgs.float_field(s, "learning_rate_power"));
+  PSFLOW_ASSIGN_OR_RETURN(c.learning_rate_power,
+                          kOptimizerArgs.float_field(s, "learning_rate_power"));
   PSFLOW_ASSIGN_OR_RETURN(c.l1_regularization_strength, kOptimizerArgs.float_field(s, "l1"));
   PSFLOW_ASSIGN_OR_RETURN(c.l2_regularization_strength, kOptimizerArgs.float_field(s, "l2"));
   PSFLOW_ASSIGN_OR_RETURN(c.beta, kOptimizerArgs.float_field(s, "beta"));
@@ -96,19 +99,15 @@ absl::StatusOr<StepConfig<Spec>> StepConfig<Spec>::from_structure(const Structur
     }
     c.variables.push_back(std::move(h));
   }
-  PSFLOW_ASSIGN_OR_RETURN(const Structure* opt,
-                          args.field(s, "optimizer", Structure::Kind::kDict));
+  PSFLOW_ASSIGN_OR_RETURN(const Structure* opt, args.field(s, "optimizer", Structure::Kind::kDict));
   PSFLOW_ASSIGN_OR_RETURN(c.optimizer, optimizer_config_from_structure(*opt));
   PSFLOW_ASSIGN_OR_RETURN(c.learning_rate, args.float_field(s, "learning_rate"));
   PSFLOW_ASSIGN_OR_RETURN(c.decay_steps, args.int_field(s, "decay_steps"));
   PSFLOW_ASSIGN_OR_RETURN(c.decay_alpha, args.float_field(s, "decay_alpha"));
-  if (!(c.learning_rate > 0) || c.decay_steps < 0 ||
-      !(c.decay_alpha >= 0 && c.decay_alpha <= 1)) {
-    return args.malformed(
-        "learning_rate must be > 0, decay_steps >= 0 and decay_alpha in [0, 1]");
+  if (!(c.learning_rate > 0) || c.decay_steps < 0 || !(c.decay_alpha >= 0 && c.decay_alpha <= 1)) {
+    return args.malformed("learning_rate must be > 0, decay_steps >= 0 and decay_alpha in [0, 1]");
   }
-  PSFLOW_ASSIGN_OR_RETURN(const Structure* it,
-                          args.field(s, "iterations", Structure::Kind::kDict));
+  PSFLOW_ASSIGN_OR_RETURN(const Structure* it, args.field(s, "iterations", Structure::Kind::kDict));
   PSFLOW_ASSIGN_OR_RETURN(c.iterations, VariableHandle::from_structure(*it));
   if (c.iterations.dtype != DType::kInt64 || !c.iterations.shape.empty()) {
     return args.malformed("'iterations' must be an int64 scalar variable");
@@ -140,9 +139,8 @@ double cosine_decay(double learning_rate, int64_t decay_steps, double alpha, int
 
 absl::StatusOr<StepState> resolve_step_state(const std::vector<VariableHandle>& variables,
                                              const VariableHandle& iterations,
-                                             const OptimizerConfig& optimizer,
-                                             double learning_rate, int64_t decay_steps,
-                                             double decay_alpha,
+                                             const OptimizerConfig& optimizer, double learning_rate,
+                                             int64_t decay_steps, double decay_alpha,
                                              const VariableClientLookup& lookup) {
   StepState state;
   for (const VariableHandle& handle : variables) {
@@ -153,13 +151,12 @@ absl::StatusOr<StepState> resolve_step_state(const std::vector<VariableHandle>& 
                           ShardedVariable::from_handle(iterations, lookup));
   absl::StatusOr<Optimizer> created =
       decay_steps > 0
-          ? Optimizer::create(optimizer,
-                              LearningRateSchedule([learning_rate, decay_steps,
-                                                    decay_alpha](int64_t step) {
-                                return cosine_decay(learning_rate, decay_steps, decay_alpha,
-                                                    step);
-                              }),
-                              {.iterations = std::move(step_counter)})
+          ? Optimizer::create(
+                optimizer,
+                LearningRateSchedule([learning_rate, decay_steps, decay_alpha](int64_t step) {
+                  return cosine_decay(learning_rate, decay_steps, decay_alpha, step);
+                }),
+                {.iterations = std::move(step_counter)})
           : Optimizer::create(optimizer, learning_rate, {.iterations = std::move(step_counter)});
   PSFLOW_ASSIGN_OR_RETURN(Optimizer made, std::move(created));
   state.optimizer.emplace(std::move(made));

@@ -73,15 +73,14 @@ struct StepState {
 
 [[nodiscard]] absl::StatusOr<StepState> resolve_step_state(
     const std::vector<VariableHandle>& variables, const VariableHandle& iterations,
-    const OptimizerConfig& optimizer, double learning_rate, int64_t decay_steps,
-    double decay_alpha, const VariableClientLookup& lookup);
+    const OptimizerConfig& optimizer, double learning_rate, int64_t decay_steps, double decay_alpha,
+    const VariableClientLookup& lookup);
 
 template <typename Spec>
 [[nodiscard]] absl::StatusOr<StepState> resolve_step_state(const StepConfig<Spec>& config,
                                                            const VariableClientLookup& lookup) {
   return resolve_step_state(config.variables, config.iterations, config.optimizer,
-                            config.learning_rate, config.decay_steps, config.decay_alpha,
-                            lookup);
+                            config.learning_rate, config.decay_steps, config.decay_alpha, lookup);
 }
 
 }  // namespace psflow

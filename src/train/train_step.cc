@@ -3,19 +3,19 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <memory>
 #include <map>
+#include <memory>
 #include <optional>
 #include <utility>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
-#include "psflow/status_macros.h"
-#include "train/closure_args.h"
 #include "base/strings.h"
 #include "data/idx_reader.h"
-#include "ps/optimizer.h"
+#include "optimizer/optimizer.h"
+#include "psflow/status_macros.h"
+#include "train/closure_args.h"
 
 namespace psflow {
 namespace {
@@ -63,18 +63,20 @@ absl::StatusOr<WorkerTrainState*> state_for(WorkerContext& ctx, const TrainStepC
 }  // namespace
 
 absl::StatusOr<Dataset> make_train_dataset(const DatasetContext& ctx, const Structure& args) {
-  PSFLOW_ASSIGN_OR_RETURN(const Structure* dir, kArgs.field(args, "data_dir", Structure::Kind::kString));
-  PSFLOW_ASSIGN_OR_RETURN(const Structure* batch, kArgs.field(args, "batch_size", Structure::Kind::kInt));
+  PSFLOW_ASSIGN_OR_RETURN(const Structure* dir,
+                          kArgs.field(args, "data_dir", Structure::Kind::kString));
+  PSFLOW_ASSIGN_OR_RETURN(const Structure* batch,
+                          kArgs.field(args, "batch_size", Structure::Kind::kInt));
   PSFLOW_ASSIGN_OR_RETURN(const Structure* seed, kArgs.field(args, "seed", Structure::Kind::kInt));
   const int64_t batch_size = batch->int_value();
   if (batch_size < 1 || batch_size > kMaxBatch) {
-    return kArgs.malformed(absl::StrCat("batch_size ", batch_size, " is outside [1, ", kMaxBatch, "]"));
+    return kArgs.malformed(
+        absl::StrCat("batch_size ", batch_size, " is outside [1, ", kMaxBatch, "]"));
   }
   PSFLOW_ASSIGN_OR_RETURN(std::shared_ptr<const FashionMnist> data,
                           training_data(dir->string_value()));
   return Dataset::from_tensor_slices(Structure::tuple({data->train_images, data->train_labels}))
-      .shuffle(data->train_labels.dim(0),
-               ctx.worker_seed(static_cast<uint64_t>(seed->int_value())))
+      .shuffle(data->train_labels.dim(0), ctx.worker_seed(static_cast<uint64_t>(seed->int_value())))
       .repeat()
       .batch(batch_size, /*drop_remainder=*/true)
       .prefetch(2);
@@ -93,8 +95,10 @@ Structure TrainStepResult::to_structure() const {
 absl::StatusOr<TrainStepResult> TrainStepResult::from_structure(const Structure& s) {
   TrainStepResult r;
   PSFLOW_ASSIGN_OR_RETURN(r.loss_sum, kArgs.float_field(s, "loss_sum"));
-  PSFLOW_ASSIGN_OR_RETURN(const Structure* examples, kArgs.field(s, "examples", Structure::Kind::kInt));
-  PSFLOW_ASSIGN_OR_RETURN(const Structure* correct, kArgs.field(s, "correct", Structure::Kind::kInt));
+  PSFLOW_ASSIGN_OR_RETURN(const Structure* examples,
+                          kArgs.field(s, "examples", Structure::Kind::kInt));
+  PSFLOW_ASSIGN_OR_RETURN(const Structure* correct,
+                          kArgs.field(s, "correct", Structure::Kind::kInt));
   PSFLOW_ASSIGN_OR_RETURN(const Structure* steps, kArgs.field(s, "steps", Structure::Kind::kInt));
   r.examples = examples->int_value();
   r.correct = correct->int_value();

@@ -9,33 +9,31 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
-#include "psflow/status_macros.h"
 #include "data/idx_reader.h"
 #include "nlohmann/json.hpp"
-#include "ps/optimizer.h"
+#include "optimizer/optimizer.h"
 #include "psflow/checkpoint.h"
 #include "psflow/cluster_coordinator.h"
+#include "psflow/cluster_resolver.h"
 #include "psflow/dataset.h"
 #include "psflow/distributed_dataset.h"
-#include "psflow/replica_group.h"
-#include "psflow/cluster_resolver.h"
 #include "psflow/nn.h"
 #include "psflow/optimizer.h"
+#include "psflow/replica_group.h"
+#include "psflow/status_macros.h"
 #include "psflow/strategy.h"
-#include "train/mlp.h"
 #include "train/epoch_closures.h"
-#include "train/event_writer.h"
-#include "train/progress.h"
 #include "train/epoch_loop.h"
+#include "train/event_writer.h"
+#include "train/mlp.h"
+#include "train/progress.h"
 #include "train/ps_training.h"
-#include "train/run_reporter.h"
 #include "train/run_files.h"
+#include "train/run_reporter.h"
 #include "train/train_step.h"
 
 namespace psflow {
-namespace {
-
-}  // namespace
+namespace {}  // namespace
 
 absl::StatusOr<MlpSpec> classifier_spec(const std::string& model) {
   MlpSpec spec;
@@ -50,8 +48,10 @@ absl::StatusOr<MlpSpec> classifier_spec(const std::string& model) {
   return spec;
 }
 
-absl::StatusOr<ClassifierEvaluation> evaluate_classifier(const MlpSpec& spec, const std::vector<Tensor>& params,
-                                    const Tensor& images, const Tensor& labels) {
+absl::StatusOr<ClassifierEvaluation> evaluate_classifier(const MlpSpec& spec,
+                                                         const std::vector<Tensor>& params,
+                                                         const Tensor& images,
+                                                         const Tensor& labels) {
   const int64_t n = labels.dim(0);
   constexpr int64_t kChunk = 2000;
   double loss_sum = 0.0;
@@ -72,11 +72,11 @@ namespace {
 
 absl::StatusOr<MlpSpec> model_spec(const std::string& model) { return classifier_spec(model); }
 
-absl::StatusOr<ClassifierEvaluation> evaluate(const MlpSpec& spec, const std::vector<Tensor>& params,
-                                    const Tensor& images, const Tensor& labels) {
+absl::StatusOr<ClassifierEvaluation> evaluate(const MlpSpec& spec,
+                                              const std::vector<Tensor>& params,
+                                              const Tensor& images, const Tensor& labels) {
   return evaluate_classifier(spec, params, images, labels);
 }
-
 
 // The report of one classifier epoch.
 EpochReport classifier_epoch(int epoch, const TrainStepResult& totals, double seconds,
@@ -117,8 +117,8 @@ absl::StatusOr<Partitioner> parse_partitioner(const std::string& spec) {
   for (size_t i = 1; i < parts.size(); ++i) {
     int64_t v = 0;
     if (!absl::SimpleAtoi(parts[i], &v)) {
-      return absl::InvalidArgumentError(absl::StrCat("--partitioner '", spec, "': '", parts[i],
-                                                     "' is not a whole number"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("--partitioner '", spec, "': '", parts[i], "' is not a whole number"));
     }
     numbers.push_back(v);
   }
@@ -151,13 +151,12 @@ absl::Status validate_train_options(const TrainOptions& o) {
         "--batch-size ", o.batch_size, " is out of range; use 1 to 60000 (the training set)"));
   }
   if (o.steps_per_execution < 1 || o.steps_per_execution > 10000) {
-    return absl::InvalidArgumentError(absl::StrCat("--steps-per-execution ",
-                                                   o.steps_per_execution,
+    return absl::InvalidArgumentError(absl::StrCat("--steps-per-execution ", o.steps_per_execution,
                                                    " is out of range; use 1 to 10000"));
   }
   if (!(o.learning_rate > 0) || o.learning_rate > 1e3) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--learning-rate ", o.learning_rate, " must be a positive number (e.g. 0.001)"));
+    return absl::InvalidArgumentError(absl::StrCat("--learning-rate ", o.learning_rate,
+                                                   " must be a positive number (e.g. 0.001)"));
   }
   if (o.strategy != "parameter_server" && o.strategy != "mirrored") {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -168,8 +167,8 @@ absl::Status validate_train_options(const TrainOptions& o) {
         absl::StrCat("--replicas ", o.replicas, " is out of range; use 1 to 64"));
   }
   if (o.lr_schedule != "cosine" && o.lr_schedule != "constant") {
-    return absl::InvalidArgumentError(absl::StrCat("--lr-schedule '", o.lr_schedule,
-                                                   "' is not known; use cosine or constant"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--lr-schedule '", o.lr_schedule, "' is not known; use cosine or constant"));
   }
   absl::StatusOr<OptimizerConfig::Kind> kind = optimizer_kind_from_name(o.optimizer);
   if (!kind.ok()) {
@@ -180,7 +179,8 @@ absl::Status validate_train_options(const TrainOptions& o) {
   return parse_partitioner(o.partitioner).status();
 }
 
-absl::StatusOr<TrainSummary> train_classifier(const ClusterSpec& spec, const TrainOptions& options) {
+absl::StatusOr<TrainSummary> train_classifier(const ClusterSpec& spec,
+                                              const TrainOptions& options) {
   PSFLOW_RETURN_IF_ERROR(validate_train_options(options));
   const absl::Time start = absl::Now();
   const std::string data_dir = options.data_dir.empty() ? kFashionMnistDir : options.data_dir;
@@ -189,10 +189,10 @@ absl::StatusOr<TrainSummary> train_classifier(const ClusterSpec& spec, const Tra
   model.input_dim = data.train_images.num_elements() / data.train_images.dim(0);
   PSFLOW_ASSIGN_OR_RETURN(Partitioner partitioner, parse_partitioner(options.partitioner));
 
-  PSFLOW_ASSIGN_OR_RETURN(
-      PsTraining training,
-      start_ps_training(spec, options, std::move(partitioner),
-                        [&] { return create_mlp_variables(model, options.seed); }));
+  PSFLOW_ASSIGN_OR_RETURN(PsTraining training,
+                          start_ps_training(spec, options, std::move(partitioner), [&] {
+                            return create_mlp_variables(model, options.seed);
+                          }));
   const std::vector<ShardedVariable>& vars = training.variables;
   ClusterCoordinator* coordinator = training.coordinator.get();
   const int64_t steps_per_epoch = data.train_labels.dim(0) / options.batch_size;
@@ -220,9 +220,9 @@ absl::StatusOr<TrainSummary> train_classifier(const ClusterSpec& spec, const Tra
   PSFLOW_RETURN_IF_ERROR(reporter.open());
 
   if (!options.run_dir.empty()) {
-    PSFLOW_RETURN_IF_ERROR(write_run_file(
-        options.run_dir, kRunConfigFile,
-        nlohmann::json({{"model", options.model}, {"data_dir", data_dir}}).dump(2)));
+    PSFLOW_RETURN_IF_ERROR(
+        write_run_file(options.run_dir, kRunConfigFile,
+                       nlohmann::json({{"model", options.model}, {"data_dir", data_dir}}).dump(2)));
   }
 
   PSFLOW_ASSIGN_OR_RETURN(
@@ -312,8 +312,7 @@ absl::StatusOr<TrainSummary> train_classifier_mirrored(const TrainOptions& optio
                 const Structure& b = args[0];
                 const Tensor x = flatten_images(b[0].tensor());
                 const Tensor& y = b[1].tensor();
-                PSFLOW_ASSIGN_OR_RETURN(MlpStep out,
-                                        mlp_forward_backward(model, params[r], x, y));
+                PSFLOW_ASSIGN_OR_RETURN(MlpStep out, mlp_forward_backward(model, params[r], x, y));
                 Structure::Items grads;
                 for (Tensor& g : out.gradients) grads.push_back(std::move(g));
                 PSFLOW_ASSIGN_OR_RETURN(

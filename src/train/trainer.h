@@ -97,10 +97,9 @@ struct ClassifierEvaluation {
   double loss = 0.0;
   double accuracy = 0.0;
 };
-[[nodiscard]] absl::StatusOr<ClassifierEvaluation> evaluate_classifier(const MlpSpec& spec,
-                                                             const std::vector<Tensor>& params,
-                                                             const Tensor& images,
-                                                             const Tensor& labels);
+[[nodiscard]] absl::StatusOr<ClassifierEvaluation> evaluate_classifier(
+    const MlpSpec& spec, const std::vector<Tensor>& params, const Tensor& images,
+    const Tensor& labels);
 
 // INVALID_ARGUMENT naming the option, its value and what is allowed.
 [[nodiscard]] absl::Status validate_train_options(const TrainOptions& options);

@@ -11,9 +11,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
-#include "psflow/status_macros.h"
 #include "base/strings.h"
 #include "data/text_readers.h"
+#include "psflow/status_macros.h"
 
 namespace psflow {
 namespace {
@@ -80,8 +80,7 @@ WideDeepExamples allocate(int64_t n, int64_t f, int64_t l) {
 }
 
 absl::Status bad_libsvm(const std::string& path, std::string_view what) {
-  return absl::InvalidArgumentError(
-      absl::StrCat("wide_deep LIBSVM data '", path, "': ", av(what)));
+  return absl::InvalidArgumentError(absl::StrCat("wide_deep LIBSVM data '", path, "': ", av(what)));
 }
 
 // The rows `rows` of a LIBSVM file as examples with bags of `bag_size`.
@@ -123,10 +122,9 @@ absl::StatusOr<int64_t> check_libsvm(const std::string& path, const LibsvmData& 
     longest = std::max(longest, splits[r + 1] - splits[r]);
     for (int64_t k = splits[r]; k < splits[r + 1]; ++k) {
       if (!(std::isfinite(values[k]) && values[k] >= 0.0f)) {
-        return bad_libsvm(path,
-                          absl::StrCat("example ", r + 1, " has value ", values[k],
-                                       "; values weight their id's embedding and must be "
-                                       "finite and >= 0 (use 1 for binary features)"));
+        return bad_libsvm(path, absl::StrCat("example ", r + 1, " has value ", values[k],
+                                             "; values weight their id's embedding and must be "
+                                             "finite and >= 0 (use 1 for binary features)"));
       }
     }
   }
@@ -136,8 +134,7 @@ absl::StatusOr<int64_t> check_libsvm(const std::string& path, const LibsvmData& 
   }
   if (data.num_features > kMaxVocab) {
     return bad_libsvm(path, absl::StrCat("feature index ", data.num_features,
-                                         " is too large; wide_deep handles ids below ",
-                                         kMaxVocab));
+                                         " is too large; wide_deep handles ids below ", kMaxVocab));
   }
   if (n * longest > kMaxElements) return bad_libsvm(path, "the file is too large");
   return longest;
@@ -164,8 +161,8 @@ absl::StatusOr<std::string> string_field(const Structure& s, std::string_view ke
 }  // namespace
 
 WideDeepExamples WideDeepExamples::slice(int64_t begin, int64_t end) const {
-  return WideDeepExamples{dense.slice(begin, end), ids.slice(begin, end),
-                          weights.slice(begin, end), labels.slice(begin, end)};
+  return WideDeepExamples{dense.slice(begin, end), ids.slice(begin, end), weights.slice(begin, end),
+                          labels.slice(begin, end)};
 }
 
 Structure WideDeepExamples::to_structure() const {
@@ -185,9 +182,9 @@ absl::Status WideDeepGeneratorOptions::validate() const {
   PSFLOW_RETURN_IF_ERROR(range("bag_size", bag_size, 1, kMaxBag));
   const int64_t n = train_examples + test_examples;
   if (n * std::max(dense_features, bag_size) > kMaxElements) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "wide_deep generator: ", n, " examples of ", dense_features, " dense features and ",
-        bag_size, " ids do not fit in memory; use fewer"));
+    return absl::InvalidArgumentError(absl::StrCat("wide_deep generator: ", n, " examples of ",
+                                                   dense_features, " dense features and ", bag_size,
+                                                   " ids do not fit in memory; use fewer"));
   }
   return absl::OkStatus();
 }
@@ -215,8 +212,8 @@ absl::StatusOr<WideDeepData> generate_wide_deep_data(const WideDeepGeneratorOpti
       for (int64_t j = 0; j < f; ++j) x[i * f + j] = static_cast<float>(rng.normal());
       for (int64_t k = 0; k < l; ++k) {
         const double rank = std::floor(std::exp(rng.uniform() * log_range)) - 1.0;
-        const uint64_t r = static_cast<uint64_t>(
-            std::clamp(rank, 0.0, static_cast<double>(o.vocab_size - 1)));
+        const uint64_t r =
+            static_cast<uint64_t>(std::clamp(rank, 0.0, static_cast<double>(o.vocab_size - 1)));
         ids[i * l + k] = static_cast<int64_t>((r * kIdStride) % vocab);
         weights[i * l + k] = 1.0f;
       }
@@ -226,10 +223,10 @@ absl::StatusOr<WideDeepData> generate_wide_deep_data(const WideDeepGeneratorOpti
       labels[i] = rng.uniform() < p ? 1.0f : 0.0f;
     }
   }
-  data.description = absl::StrCat("synthetic click-through data (seed ", o.seed, "): ",
-                                  o.train_examples, " train / ", o.test_examples,
-                                  " test examples, ", f, " dense features, bags of ", l,
-                                  " ids from ", o.vocab_size);
+  data.description =
+      absl::StrCat("synthetic click-through data (seed ", o.seed, "): ", o.train_examples,
+                   " train / ", o.test_examples, " test examples, ", f, " dense features, bags of ",
+                   l, " ids from ", o.vocab_size);
   return data;
 }
 
@@ -324,7 +321,8 @@ Structure WideDeepDataSource::to_structure() const {
 }
 
 absl::StatusOr<WideDeepDataSource> WideDeepDataSource::from_structure(const Structure& s) {
-  if (!s.is_dict()) return absl::InvalidArgumentError("malformed wide_deep data source: not a dict");
+  if (!s.is_dict())
+    return absl::InvalidArgumentError("malformed wide_deep data source: not a dict");
   WideDeepDataSource out;
   PSFLOW_ASSIGN_OR_RETURN(std::string source, string_field(s, "source"));
   PSFLOW_ASSIGN_OR_RETURN(int64_t seed, int_field(s, "seed"));
@@ -352,8 +350,7 @@ absl::StatusOr<WideDeepDataSource> WideDeepDataSource::from_structure(const Stru
 absl::StatusOr<std::shared_ptr<const WideDeepData>> load_wide_deep_data(
     const WideDeepDataSource& source) {
   static absl::Mutex mu;
-  static auto* cache =
-      new std::map<std::string, std::shared_ptr<const WideDeepData>>();
+  static auto* cache = new std::map<std::string, std::shared_ptr<const WideDeepData>>();
   const std::string key = source.to_structure().debug_string();
   absl::MutexLock lock(&mu);
   auto it = cache->find(key);

@@ -107,8 +107,8 @@ struct WideDeepGeneratorOptions {
 
 // The true logit of each example of a generated split under the hidden
 // parameters (for tests and the header's figures: the best possible AUC).
-[[nodiscard]] absl::StatusOr<Tensor> wide_deep_oracle_logits(const WideDeepGeneratorOptions& options,
-                                                             const WideDeepExamples& examples);
+[[nodiscard]] absl::StatusOr<Tensor> wide_deep_oracle_logits(
+    const WideDeepGeneratorOptions& options, const WideDeepExamples& examples);
 
 // Reads LIBSVM data as described at the top of this file. `path` is one
 // file, or "train,test"; `split_seed` picks the 10% test rows of one file.
@@ -122,7 +122,7 @@ struct WideDeepGeneratorOptions {
 struct WideDeepDataSource {
   bool generator = true;
   WideDeepGeneratorOptions generator_options;
-  std::string path;  // libsvm only
+  std::string path;   // libsvm only
   uint64_t seed = 0;  // libsvm only: the split's seed
 
   [[nodiscard]] Structure to_structure() const;

@@ -4,8 +4,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "psflow/status_macros.h"
 #include "base/strings.h"
+#include "psflow/status_macros.h"
 #include "psflow/strategy.h"
 
 namespace psflow {
@@ -67,8 +67,8 @@ absl::Status check(const WideDeepSpec& spec, const std::vector<Tensor>& params,
                    const WideDeepBatch& batch) {
   const std::vector<Shape> shapes = spec.parameter_shapes();
   if (params.size() != shapes.size()) {
-    return bad_input(absl::StrCat("the model has ", shapes.size(), " parameters; got ",
-                                  params.size()));
+    return bad_input(
+        absl::StrCat("the model has ", shapes.size(), " parameters; got ", params.size()));
   }
   const DType dtype = params[0].dtype();
   if (dtype != DType::kFloat32 && dtype != DType::kFloat64) {
@@ -80,9 +80,8 @@ absl::Status check(const WideDeepSpec& spec, const std::vector<Tensor>& params,
     if (i == kWideTable || i == kDeepTable) want[0] = rows;  // the pulled rows
     if (params[i].dtype() != dtype || params[i].shape() != want) {
       return bad_input(absl::StrCat("parameter ", i, " should be ", av(dtype_name(dtype)), " ",
-                                    shape_string(want), "; got ",
-                                    av(dtype_name(params[i].dtype())), " ",
-                                    shape_string(params[i].shape())));
+                                    shape_string(want), "; got ", av(dtype_name(params[i].dtype())),
+                                    " ", shape_string(params[i].shape())));
     }
   }
   if (batch.index.dtype() != DType::kInt64 || batch.index.rank() != 2) {
@@ -93,8 +92,8 @@ absl::Status check(const WideDeepSpec& spec, const std::vector<Tensor>& params,
   const auto float_check = [&](const Tensor& t, const Shape& shape, std::string_view name) {
     if (t.dtype() != dtype || t.shape() != shape) {
       return bad_input(absl::StrCat("the batch's ", av(name), " should be ", av(dtype_name(dtype)),
-                                    " ", shape_string(shape), "; got ",
-                                    av(dtype_name(t.dtype())), " ", shape_string(t.shape())));
+                                    " ", shape_string(shape), "; got ", av(dtype_name(t.dtype())),
+                                    " ", shape_string(t.shape())));
     }
     return absl::OkStatus();
   };
@@ -105,8 +104,8 @@ absl::Status check(const WideDeepSpec& spec, const std::vector<Tensor>& params,
 
 // Forward activations kept for the backward pass.
 struct Forward {
-  Tensor logits;                   // [B, 1]
-  std::vector<Tensor> activations; // input of each deep layer
+  Tensor logits;                    // [B, 1]
+  std::vector<Tensor> activations;  // input of each deep layer
 };
 
 absl::StatusOr<Forward> forward(const WideDeepSpec& spec, const std::vector<Tensor>& params,
@@ -120,23 +119,20 @@ absl::StatusOr<Forward> forward(const WideDeepSpec& spec, const std::vector<Tens
   PSFLOW_ASSIGN_OR_RETURN(Tensor deep,
                           nn::embedding_combine(deep_rows, nn::Combiner::kMean, batch.weights));
   Forward f;
-  f.activations.push_back(with_float(dtype, [&](auto zero) {
-    return concat_columns<decltype(zero)>(deep, batch.dense);
-  }));
+  f.activations.push_back(with_float(
+      dtype, [&](auto zero) { return concat_columns<decltype(zero)>(deep, batch.dense); }));
   const size_t layers = (params.size() - kFirstDense) / 2;
   Tensor z;
   for (size_t l = 0; l < layers; ++l) {
-    PSFLOW_ASSIGN_OR_RETURN(z, nn::dense_forward(f.activations.back(),
-                                                 params[kFirstDense + 2 * l],
+    PSFLOW_ASSIGN_OR_RETURN(z, nn::dense_forward(f.activations.back(), params[kFirstDense + 2 * l],
                                                  params[kFirstDense + 2 * l + 1]));
     if (l + 1 < layers) {
       PSFLOW_ASSIGN_OR_RETURN(Tensor h, nn::relu(z));
       f.activations.push_back(std::move(h));
     }
   }
-  f.logits = with_float(dtype, [&](auto zero) {
-    return add_logits<decltype(zero)>(wide, z, params[kWideBias]);
-  });
+  f.logits = with_float(
+      dtype, [&](auto zero) { return add_logits<decltype(zero)>(wide, z, params[kWideBias]); });
   return f;
 }
 
@@ -244,10 +240,10 @@ absl::StatusOr<std::vector<Tensor>> pull_wide_deep_parameters(
   if (variables.size() < kFirstDense + 2) {
     return bad_input(absl::StrCat("expected the model's variables; got ", variables.size()));
   }
-  std::future<absl::StatusOr<Tensor>> wide =
-      std::async(std::launch::async, [&] { return embedding_lookup(variables[kWideTable], unique_ids); });
-  std::future<absl::StatusOr<Tensor>> deep =
-      std::async(std::launch::async, [&] { return embedding_lookup(variables[kDeepTable], unique_ids); });
+  std::future<absl::StatusOr<Tensor>> wide = std::async(
+      std::launch::async, [&] { return embedding_lookup(variables[kWideTable], unique_ids); });
+  std::future<absl::StatusOr<Tensor>> deep = std::async(
+      std::launch::async, [&] { return embedding_lookup(variables[kDeepTable], unique_ids); });
   std::vector<ShardedVariable> dense = {variables[kWideBias]};
   dense.insert(dense.end(), variables.begin() + kFirstDense, variables.end());
   absl::StatusOr<std::vector<Tensor>> dense_values = read_values(dense);
@@ -261,8 +257,7 @@ absl::StatusOr<std::vector<Tensor>> pull_wide_deep_parameters(
   return params;
 }
 
-absl::StatusOr<Tensor> wide_deep_logits(const WideDeepSpec& spec,
-                                        const std::vector<Tensor>& params,
+absl::StatusOr<Tensor> wide_deep_logits(const WideDeepSpec& spec, const std::vector<Tensor>& params,
                                         const WideDeepBatch& batch) {
   PSFLOW_ASSIGN_OR_RETURN(Forward f, forward(spec, params, batch));
   return std::move(f.logits);
@@ -285,9 +280,9 @@ absl::StatusOr<WideDeepStep> wide_deep_forward_backward(const WideDeepSpec& spec
   // Wide part: d wide = d logits.
   Tensor d_wide_bias =
       with_float(dtype, [&](auto zero) { return column_sum<decltype(zero)>(d_logits); });
-  PSFLOW_ASSIGN_OR_RETURN(Tensor d_wide_rows,
-                          nn::embedding_combine_backward(d_logits, bag, nn::Combiner::kSum,
-                                                         batch.weights));
+  PSFLOW_ASSIGN_OR_RETURN(
+      Tensor d_wide_rows,
+      nn::embedding_combine_backward(d_logits, bag, nn::Combiner::kSum, batch.weights));
   PSFLOW_ASSIGN_OR_RETURN(step.wide_rows, nn::embedding_backward(batch.index, d_wide_rows));
 
   // Deep tower, last layer first.
@@ -306,12 +301,10 @@ absl::StatusOr<WideDeepStep> wide_deep_forward_backward(const WideDeepSpec& spec
       d_input = std::move(g.dx);
     }
   }
-  Tensor d_deep = with_float(dtype, [&](auto zero) {
-    return left_columns<decltype(zero)>(d_input, spec.embedding_dim);
-  });
-  PSFLOW_ASSIGN_OR_RETURN(Tensor d_deep_rows,
-                          nn::embedding_combine_backward(d_deep, bag, nn::Combiner::kMean,
-                                                         batch.weights));
+  Tensor d_deep = with_float(
+      dtype, [&](auto zero) { return left_columns<decltype(zero)>(d_input, spec.embedding_dim); });
+  PSFLOW_ASSIGN_OR_RETURN(Tensor d_deep_rows, nn::embedding_combine_backward(
+                                                  d_deep, bag, nn::Combiner::kMean, batch.weights));
   PSFLOW_ASSIGN_OR_RETURN(step.deep_rows, nn::embedding_backward(batch.index, d_deep_rows));
   step.dense.push_back(std::move(d_wide_bias));
   for (Tensor& g : layer_grads) step.dense.push_back(std::move(g));

@@ -29,16 +29,16 @@
 namespace psflow {
 
 // Indices of the parameters in parameter order.
-inline constexpr size_t kWideTable = 0;  // [V, 1]
-inline constexpr size_t kWideBias = 1;   // [1]
-inline constexpr size_t kDeepTable = 2;  // [V, D]
-inline constexpr size_t kFirstDense = 3; // then kernel, bias per deep layer
+inline constexpr size_t kWideTable = 0;   // [V, 1]
+inline constexpr size_t kWideBias = 1;    // [1]
+inline constexpr size_t kDeepTable = 2;   // [V, D]
+inline constexpr size_t kFirstDense = 3;  // then kernel, bias per deep layer
 
 // Thread-safety: a value type.
 struct WideDeepSpec {
-  int64_t vocab_size = 100000;  // V: rows of both tables
-  int64_t dense_features = 8;   // F
-  int64_t embedding_dim = 16;   // D
+  int64_t vocab_size = 100000;         // V: rows of both tables
+  int64_t dense_features = 8;          // F
+  int64_t embedding_dim = 16;          // D
   std::vector<int64_t> hidden = {64};  // the deep tower's ReLU layers
 
   // Wide table [V, 1], wide bias [1], deep table [V, D], then kernel
@@ -91,8 +91,8 @@ struct WideDeepBatch {
 
 // One forward and backward pass. Thread-safety: a value type.
 struct WideDeepStep {
-  double loss = 0.0;      // mean over the batch
-  Tensor probabilities;   // [B, 1]
+  double loss = 0.0;     // mean over the batch
+  Tensor probabilities;  // [B, 1]
   // Gradients of the pulled rows: indices are positions into them (distinct),
   // values [n, 1] and [n, D].
   nn::SparseGradient wide_rows;

@@ -7,12 +7,12 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "base/strings.h"
+#include "optimizer/optimizer.h"
+#include "psflow/optimizer.h"
 #include "psflow/status_macros.h"
 #include "train/closure_args.h"
-#include "base/strings.h"
-#include "ps/optimizer.h"
 #include "train/train_step.h"
-#include "psflow/optimizer.h"
 #include "train/wide_deep_data.h"
 
 namespace psflow {
@@ -97,11 +97,13 @@ absl::Status check_batch(const Structure& batch, const WideDeepSpec& spec) {
 }  // namespace
 
 absl::StatusOr<Dataset> make_wide_deep_dataset(const DatasetContext& ctx, const Structure& args) {
-  PSFLOW_ASSIGN_OR_RETURN(const Structure* source, kArgs.field(args, "source", Structure::Kind::kDict));
+  PSFLOW_ASSIGN_OR_RETURN(const Structure* source,
+                          kArgs.field(args, "source", Structure::Kind::kDict));
   PSFLOW_ASSIGN_OR_RETURN(int64_t batch_size, kArgs.int_field(args, "batch_size"));
   PSFLOW_ASSIGN_OR_RETURN(int64_t seed, kArgs.int_field(args, "seed"));
   if (batch_size < 1 || batch_size > kMaxBatch) {
-    return kArgs.malformed(absl::StrCat("batch_size ", batch_size, " is outside [1, ", kMaxBatch, "]"));
+    return kArgs.malformed(
+        absl::StrCat("batch_size ", batch_size, " is outside [1, ", kMaxBatch, "]"));
   }
   PSFLOW_ASSIGN_OR_RETURN(WideDeepDataSource src, WideDeepDataSource::from_structure(*source));
   PSFLOW_ASSIGN_OR_RETURN(std::shared_ptr<const WideDeepData> data, load_wide_deep_data(src));
@@ -159,15 +161,14 @@ absl::StatusOr<Structure> run_wide_deep_steps(WorkerContext& ctx, const Structur
     PSFLOW_ASSIGN_OR_RETURN(std::vector<Tensor> params,
                             pull_wide_deep_parameters(model->variables, unique.values));
     const WideDeepBatch b{batch[0].tensor(), unique.index, batch[2].tensor(), batch[3].tensor()};
-    PSFLOW_ASSIGN_OR_RETURN(WideDeepStep out,
-                            wide_deep_forward_backward(config.model, params, b));
+    PSFLOW_ASSIGN_OR_RETURN(WideDeepStep out, wide_deep_forward_backward(config.model, params, b));
     std::vector<GradientAndVariable> grads;
     grads.reserve(model->variables.size());
-    grads.push_back({to_slices(std::move(out.wide_rows), unique.values),
-                     model->variables[kWideTable]});
+    grads.push_back(
+        {to_slices(std::move(out.wide_rows), unique.values), model->variables[kWideTable]});
     grads.push_back({std::move(out.dense[0]), model->variables[kWideBias]});
-    grads.push_back({to_slices(std::move(out.deep_rows), unique.values),
-                     model->variables[kDeepTable]});
+    grads.push_back(
+        {to_slices(std::move(out.deep_rows), unique.values), model->variables[kDeepTable]});
     for (size_t i = kFirstDense; i < model->variables.size(); ++i) {
       grads.push_back({std::move(out.dense[i - kFirstDense + 1]), model->variables[i]});
     }

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "base/test_util.h"
 #include "gtest/gtest.h"
 #include "psflow/nn.h"
 #include "psflow/per_worker.h"
@@ -13,11 +14,9 @@
 #include "train/wide_deep_model.h"
 #include "train/wide_deep_step.h"
 #include "train/wide_deep_trainer.h"
-#include "base/test_util.h"
 
 namespace psflow {
 namespace {
-
 
 WideDeepGeneratorOptions small_generator(uint64_t seed = 7) {
   WideDeepGeneratorOptions o;
@@ -178,8 +177,7 @@ TEST_F(WideDeepLibsvmTest, LoadsIdsWeightsAndLabels) {
   ASSERT_EQ(d.test.size(), 1);
   EXPECT_EQ(d.train.dense.shape(), (Shape{3, 0}));
   EXPECT_EQ(d.train.ids, Tensor::from_vector<int64_t>({0, 3, 0, 1, 0, 0, 2, 4, 6}, {3, 3}));
-  EXPECT_EQ(d.train.weights,
-            Tensor::from_vector<float>({1, 0.5f, 0, 1, 0, 0, 2, 1, 1}, {3, 3}));
+  EXPECT_EQ(d.train.weights, Tensor::from_vector<float>({1, 0.5f, 0, 1, 0, 0, 2, 1, 1}, {3, 3}));
   EXPECT_EQ(d.train.labels, Tensor::from_vector<float>({1, 0, 0}));
   EXPECT_EQ(d.test.ids, Tensor::from_vector<int64_t>({8, 0, 0}, {1, 3}));
 }
@@ -237,8 +235,7 @@ TinyModel tiny_model() {
   m.batch.dense = ok_value(nn::random_normal({4, 3}, 1.0, 1, DType::kFloat64));
   m.batch.index = Tensor::from_vector<int64_t>({0, 1, 2, 3, 0, 4, 2, 2, 1, 4, 3, 0}, {4, 3});
   // Mixed weights, with a padding slot (0) and a repeated id.
-  m.batch.weights =
-      Tensor::from_vector<double>({1, 0.5, 2, 1, 0, 1, 1, 1, 1, 0.25, 3, 1}, {4, 3});
+  m.batch.weights = Tensor::from_vector<double>({1, 0.5, 2, 1, 0, 1, 1, 1, 1, 0.25, 3, 1}, {4, 3});
   m.batch.labels = Tensor::from_vector<double>({1, 0, 1, 0});
   return m;
 }
@@ -445,10 +442,10 @@ WideDeepStepConfig sample_config() {
   c.iterations = handle("adagrad/iterations", {}, DType::kInt64);
   WideDeepDataSource src;
   src.generator_options = small_generator();
-  c.iterator = ok_value(PerWorkerDataset::create(
-                            kWideDeepDataset, Structure::dict({{"source", src.to_structure()},
-                                                               {"batch_size", int64_t{8}},
-                                                               {"seed", int64_t{0}}})))
+  c.iterator = ok_value(PerWorkerDataset::create(kWideDeepDataset,
+                                                 Structure::dict({{"source", src.to_structure()},
+                                                                  {"batch_size", int64_t{8}},
+                                                                  {"seed", int64_t{0}}})))
                    .iter()
                    .handle();
   c.steps = 3;
@@ -517,11 +514,13 @@ TEST(WideDeepStepResultTest, RoundTripsAndMerges) {
   a.loss_sum = 3.5;
   a.examples = 10;
   a.steps = 2;
-  ASSERT_TRUE(a.auc.update(Tensor::from_vector<float>({1, 0, 1}),
-                           Tensor::from_vector<float>({0.9f, 0.2f, 0.4f}))
+  ASSERT_TRUE(a.auc
+                  .update(Tensor::from_vector<float>({1, 0, 1}),
+                          Tensor::from_vector<float>({0.9f, 0.2f, 0.4f}))
                   .ok());
-  ASSERT_TRUE(a.accuracy.update(Tensor::from_vector<float>({1, 0, 1}),
-                                Tensor::from_vector<float>({0.9f, 0.2f, 0.4f}))
+  ASSERT_TRUE(a.accuracy
+                  .update(Tensor::from_vector<float>({1, 0, 1}),
+                          Tensor::from_vector<float>({0.9f, 0.2f, 0.4f}))
                   .ok());
   const WideDeepStepResult back = ok_value(WideDeepStepResult::from_structure(a.to_structure()));
   EXPECT_EQ(back.to_structure(), a.to_structure());
@@ -547,9 +546,9 @@ TEST(WideDeepDatasetTest, YieldsBatchesOfTheTrainingSplit) {
   src.generator_options.dense_features = 2;
   src.generator_options.bag_size = 3;
   const Dataset ds = ok_value(make_wide_deep_dataset(
-      DatasetContext{1, 2}, Structure::dict({{"source", src.to_structure()},
-                                             {"batch_size", int64_t{16}},
-                                             {"seed", int64_t{1}}})));
+      DatasetContext{1, 2},
+      Structure::dict(
+          {{"source", src.to_structure()}, {"batch_size", int64_t{16}}, {"seed", int64_t{1}}})));
   DatasetIterator it = ds.make_iterator();
   const std::optional<Structure> batch = ok_value(it.get_next());
   ASSERT_TRUE(batch.has_value());
@@ -559,11 +558,11 @@ TEST(WideDeepDatasetTest, YieldsBatchesOfTheTrainingSplit) {
   EXPECT_EQ((*batch)[1].tensor().dtype(), DType::kInt64);
   EXPECT_EQ((*batch)[2].tensor().shape(), (Shape{16, 3}));
   EXPECT_EQ((*batch)[3].tensor().shape(), (Shape{16}));
-  EXPECT_FALSE(make_wide_deep_dataset(DatasetContext{},
-                                      Structure::dict({{"source", src.to_structure()},
-                                                       {"batch_size", int64_t{0}},
-                                                       {"seed", int64_t{1}}}))
-                   .ok());
+  EXPECT_FALSE(
+      make_wide_deep_dataset(DatasetContext{}, Structure::dict({{"source", src.to_structure()},
+                                                                {"batch_size", int64_t{0}},
+                                                                {"seed", int64_t{1}}}))
+          .ok());
 }
 
 TEST(WideDeepTrainerTest, ValidatesOptions) {

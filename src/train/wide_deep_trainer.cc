@@ -8,21 +8,21 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "psflow/status_macros.h"
 #include "nlohmann/json.hpp"
-#include "ps/optimizer.h"
+#include "optimizer/optimizer.h"
 #include "psflow/cluster_coordinator.h"
 #include "psflow/cluster_resolver.h"
 #include "psflow/nn.h"
 #include "psflow/optimizer.h"
+#include "psflow/status_macros.h"
 #include "psflow/strategy.h"
-#include "train/epoch_loop.h"
-#include "train/ps_training.h"
-#include "train/run_reporter.h"
-#include "train/event_writer.h"
 #include "train/epoch_closures.h"
+#include "train/epoch_loop.h"
+#include "train/event_writer.h"
 #include "train/progress.h"
+#include "train/ps_training.h"
 #include "train/run_files.h"
+#include "train/run_reporter.h"
 #include "train/wide_deep_model.h"
 #include "train/wide_deep_step.h"
 
@@ -42,8 +42,8 @@ struct WideDeepEval {
 // now, computed on the coordinator chunk by chunk, pulling only the rows
 // of the ids each chunk uses.
 absl::StatusOr<WideDeepEval> evaluate(const WideDeepSpec& spec,
-                                    const std::vector<ShardedVariable>& vars,
-                                    const WideDeepExamples& test) {
+                                      const std::vector<ShardedVariable>& vars,
+                                      const WideDeepExamples& test) {
   const int64_t n = test.size();
   double loss_sum = 0.0;
   nn::AUC auc;
@@ -63,7 +63,7 @@ absl::StatusOr<WideDeepEval> evaluate(const WideDeepSpec& spec,
     PSFLOW_RETURN_IF_ERROR(accuracy.update(labels, loss.probabilities));
   }
   return WideDeepEval{n > 0 ? loss_sum / static_cast<double>(n) : 0.0, accuracy.result(),
-                    auc.result()};
+                      auc.result()};
 }
 
 absl::StatusOr<Partitioner> wide_deep_partitioner(const std::string& spec, int num_ps) {
@@ -161,16 +161,16 @@ absl::Status validate_wide_deep_options(const TrainOptions& o, const WideDeepOpt
         absl::StrCat("--batch-size ", o.batch_size, " is out of range; use 1 to 1048576"));
   }
   if (o.steps_per_execution < 1 || o.steps_per_execution > 10000) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--steps-per-execution ", o.steps_per_execution, " is out of range; use 1 to 10000"));
+    return absl::InvalidArgumentError(absl::StrCat("--steps-per-execution ", o.steps_per_execution,
+                                                   " is out of range; use 1 to 10000"));
   }
   if (!(o.learning_rate > 0) || o.learning_rate > 1e3) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--learning-rate ", o.learning_rate, " must be a positive number (e.g. 0.5)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--learning-rate ", o.learning_rate, " must be a positive number (e.g. 0.5)"));
   }
   if (o.lr_schedule != "cosine" && o.lr_schedule != "constant") {
-    return absl::InvalidArgumentError(absl::StrCat("--lr-schedule '", o.lr_schedule,
-                                                   "' is not known; use cosine or constant"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--lr-schedule '", o.lr_schedule, "' is not known; use cosine or constant"));
   }
   if (!optimizer_kind_from_name(o.optimizer).ok()) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -217,10 +217,10 @@ absl::StatusOr<WideDeepSummary> train_wide_deep_model(const ClusterSpec& spec,
   const int num_ps = spec.num_tasks(kPsJob);
   PSFLOW_ASSIGN_OR_RETURN(Partitioner partitioner,
                           wide_deep_partitioner(options.partitioner, num_ps));
-  PSFLOW_ASSIGN_OR_RETURN(
-      PsTraining training,
-      start_ps_training(spec, options, std::move(partitioner),
-                        [&] { return create_wide_deep_variables(model, options.seed); }));
+  PSFLOW_ASSIGN_OR_RETURN(PsTraining training,
+                          start_ps_training(spec, options, std::move(partitioner), [&] {
+                            return create_wide_deep_variables(model, options.seed);
+                          }));
   const std::vector<ShardedVariable>& vars = training.variables;
   ClusterCoordinator* coordinator = training.coordinator.get();
 
@@ -273,8 +273,7 @@ absl::StatusOr<WideDeepSummary> train_wide_deep_model(const ClusterSpec& spec,
   return reporter.finish();
 }
 
-absl::StatusOr<TrainSummary> train_wide_deep(const ClusterSpec& spec,
-                                             const TrainOptions& options) {
+absl::StatusOr<TrainSummary> train_wide_deep(const ClusterSpec& spec, const TrainOptions& options) {
   PSFLOW_ASSIGN_OR_RETURN(WideDeepSummary s, train_wide_deep_model(spec, options));
   return std::move(s.summary);
 }

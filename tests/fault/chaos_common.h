@@ -16,12 +16,12 @@
 
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
-#include "psflow/status_macros.h"
 #include "base/test_util.h"
 #include "gtest/gtest.h"
 #include "psflow/cluster_coordinator.h"
 #include "psflow/cluster_resolver.h"
 #include "psflow/local_cluster.h"
+#include "psflow/status_macros.h"
 #include "psflow/strategy.h"
 #include "train/trainer.h"
 #include "train/wide_deep_trainer.h"
@@ -40,7 +40,7 @@ inline ChaosRun train_while_killing_workers(TrainOptions options, absl::Duration
   LocalClusterOptions cluster_options;
   cluster_options.num_ps = 2;
   cluster_options.num_workers = 2;
-  cluster_options.binary_path = PSFLOW_BINARY_PATH;
+  cluster_options.binary_path = PSFLOW_TESTING_BINARY_PATH;
   cluster_options.max_restarts = 1000;
   cluster_options.restart_backoff = absl::Milliseconds(50);
   absl::StatusOr<std::unique_ptr<LocalCluster>> cluster = LocalCluster::start(cluster_options);
@@ -59,8 +59,9 @@ inline ChaosRun train_while_killing_workers(TrainOptions options, absl::Duration
       ++kills;
       ++restarts[victim];
       while (!done.HasBeenNotified() &&
-             !(*cluster)->wait_for_restart("worker", victim, restarts[victim],
-                                           absl::Milliseconds(200)).ok()) {
+             !(*cluster)
+                  ->wait_for_restart("worker", victim, restarts[victim], absl::Milliseconds(200))
+                  .ok()) {
       }
     }
   });
@@ -108,7 +109,7 @@ inline ChaosRun train_while_killing_ps(TrainOptions options,
   LocalClusterOptions cluster_options;
   cluster_options.num_ps = 2;
   cluster_options.num_workers = 2;
-  cluster_options.binary_path = PSFLOW_BINARY_PATH;
+  cluster_options.binary_path = PSFLOW_TESTING_BINARY_PATH;
   cluster_options.max_restarts = 100;
   cluster_options.restart_backoff = absl::Milliseconds(50);
   absl::StatusOr<std::unique_ptr<LocalCluster>> cluster = LocalCluster::start(cluster_options);
@@ -133,8 +134,9 @@ inline ChaosRun train_while_killing_ps(TrainOptions options,
       ++kills;
       ++restarts[victim];
       while (!done.HasBeenNotified() && absl::Now() < deadline &&
-             !(*cluster)->wait_for_restart("ps", victim, restarts[victim],
-                                           absl::Milliseconds(200)).ok()) {
+             !(*cluster)
+                  ->wait_for_restart("ps", victim, restarts[victim], absl::Milliseconds(200))
+                  .ok()) {
       }
     }
   });
@@ -158,7 +160,7 @@ inline PauseRun train_while_pausing_a_worker(TrainOptions options, absl::Duratio
   LocalClusterOptions cluster_options;
   cluster_options.num_ps = 2;
   cluster_options.num_workers = 2;
-  cluster_options.binary_path = PSFLOW_BINARY_PATH;
+  cluster_options.binary_path = PSFLOW_TESTING_BINARY_PATH;
   absl::StatusOr<std::unique_ptr<LocalCluster>> cluster = LocalCluster::start(cluster_options);
   EXPECT_TRUE(cluster.ok()) << cluster.status();
   if (!cluster.ok()) return {{cluster.status(), 0}, -1};
@@ -193,7 +195,7 @@ inline ChaosCluster start_chaos_cluster(int max_restarts, ClusterCoordinatorOpti
   LocalClusterOptions cluster_options;
   cluster_options.num_ps = 1;
   cluster_options.num_workers = 2;
-  cluster_options.binary_path = PSFLOW_BINARY_PATH;
+  cluster_options.binary_path = PSFLOW_TESTING_BINARY_PATH;
   cluster_options.max_restarts = max_restarts;
   cluster_options.restart_backoff = absl::Milliseconds(20);
   ChaosCluster c;

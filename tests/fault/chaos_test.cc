@@ -65,9 +65,9 @@ TEST(ChaosTest, WideDeepFiveEpochsWithAPsKilledThreeTimesAndRecovered) {
   std::filesystem::remove_all(options.run_dir);
   const int64_t steps_per_epoch = 200000 / kWideDeepDefaultBatchSize;
   // Each kill comes 1 s into epochs 2, 3 and 4.
-  testing::ChaosRun run = testing::train_while_killing_ps(
-      options, testing::epoch_checkpoints(steps_per_epoch, 1, 3), absl::Seconds(1),
-      testing::wide_deep_train());
+  testing::ChaosRun run =
+      testing::train_while_killing_ps(options, testing::epoch_checkpoints(steps_per_epoch, 1, 3),
+                                      absl::Seconds(1), testing::wide_deep_train());
   ASSERT_TRUE(run.summary.ok()) << run.summary.status();
   expect_three_recoveries_and_every_step_once(run, steps_per_epoch);
   // A fault-free run of this configuration ends at test AUC 0.757 and

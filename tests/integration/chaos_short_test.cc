@@ -49,7 +49,7 @@ TEST(ChaosShortTest, LosingAPsStopsTrainingNamingIt) {
   LocalClusterOptions cluster_options;
   cluster_options.num_ps = 2;
   cluster_options.num_workers = 2;
-  cluster_options.binary_path = PSFLOW_BINARY_PATH;
+  cluster_options.binary_path = PSFLOW_TESTING_BINARY_PATH;
   std::unique_ptr<LocalCluster> cluster = ok_value(LocalCluster::start(cluster_options));
   TrainOptions options;
   options.epochs = 5;
@@ -71,8 +71,7 @@ TEST(ChaosShortTest, LosingAPsStopsTrainingNamingIt) {
   done.Notify();
   killer.join();
   ASSERT_FALSE(summary.ok()) << "training finished although ps 1 was killed";
-  EXPECT_TRUE(absl::IsUnavailable(summary.status()) ||
-              absl::IsDeadlineExceeded(summary.status()))
+  EXPECT_TRUE(absl::IsUnavailable(summary.status()) || absl::IsDeadlineExceeded(summary.status()))
       << summary.status();
   EXPECT_NE(summary.status().message().find("/job:ps/replica:0/task:1"), std::string_view::npos)
       << summary.status();
@@ -130,9 +129,9 @@ TEST(ChaosShortTest, WideDeepWithRecoverySurvivesALostPs) {
   const WideDeepOptions extra = testing::small_wide_deep_data();
   const int64_t steps_per_epoch = 30000 / 128;
   // Killed 200 ms into epoch 2 (an epoch takes about a second here).
-  testing::ChaosRun run = testing::train_while_killing_ps(
-      options, testing::epoch_checkpoints(steps_per_epoch, 1, 1), absl::Milliseconds(200),
-      testing::wide_deep_train(extra));
+  testing::ChaosRun run =
+      testing::train_while_killing_ps(options, testing::epoch_checkpoints(steps_per_epoch, 1, 1),
+                                      absl::Milliseconds(200), testing::wide_deep_train(extra));
   std::fclose(out);
   std::ifstream in(log);
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -198,8 +197,8 @@ KilledCounter counter_after_kills(bool exactly_once, int closures, int kills) {
       ++killed;
       ++restarts[victim];
       while (!done.HasBeenNotified() && absl::Now() < deadline &&
-             !cluster->wait_for_restart("worker", victim, restarts[victim],
-                                        absl::Milliseconds(200)).ok()) {
+             !cluster->wait_for_restart("worker", victim, restarts[victim], absl::Milliseconds(200))
+                  .ok()) {
       }
       if (absl::Now() >= deadline) return;  // No kill without the last restart.
     }
@@ -263,8 +262,7 @@ TEST(ChaosShortTest, PoisonClosureIsFailedAfterTheRetryBound) {
   EXPECT_TRUE(absl::IsUnavailable(fetched)) << fetched;
   EXPECT_NE(fetched.message().find("testing/kill_own_worker"), std::string_view::npos) << fetched;
   EXPECT_NE(fetched.message().find("3"), std::string_view::npos) << fetched;
-  EXPECT_THAT(std::string(fetched.message()),
-              HasSubstr("max_worker_failures_per_closure = 3"));
+  EXPECT_THAT(std::string(fetched.message()), HasSubstr("max_worker_failures_per_closure = 3"));
   EXPECT_EQ(coordinator->join(), fetched);  // reported once ...
   // ... then usable again: the restarted workers take closures.
   for (int i = 0; i < 4; ++i) {
@@ -390,8 +388,7 @@ TEST(ChaosShortTest, ARestartedWorkerKnowsItReplacedTheOldProcess) {
   ASSERT_TRUE(cluster->signal_task("worker", 1, SIGKILL).ok());
   ASSERT_TRUE(cluster->wait_for_restart("worker", 1, 1, absl::Seconds(30)).ok());
   const absl::Time salted_deadline = absl::Now() + absl::Seconds(60);
-  for (int round = 0; round < kMaxRounds && !salted[1] && absl::Now() < salted_deadline;
-       ++round) {
+  for (int round = 0; round < kMaxRounds && !salted[1] && absl::Now() < salted_deadline; ++round) {
     ASSERT_NO_FATAL_FAILURE(run_round());
   }
   EXPECT_TRUE(salted[1]);

@@ -13,28 +13,27 @@
 #include <fstream>
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "absl/strings/str_cat.h"
+#include "base/test_util.h"
 #include "checkpoint/file_io.h"
 #include "checkpoint/safetensors.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "ps/optimizer.h"
-#include "ps/snapshot_results.h"
-#include "ps/variable_client.h"
+#include "optimizer/optimizer.h"
+#include "ps/client/variable_client.h"
+#include "ps/request/snapshot_results.h"
 #include "psflow/cluster_resolver.h"
 #include "psflow/local_cluster.h"
 #include "psflow/optimizer.h"
 #include "psflow/partitioners.h"
 #include "psflow/strategy.h"
 #include "strategy/variable_snapshots.h"
-#include "base/test_util.h"
 
 namespace psflow {
 namespace {
@@ -43,7 +42,6 @@ namespace fs = std::filesystem;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using Json = nlohmann::json;
-
 
 std::string read_all(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -122,14 +120,14 @@ FullState full_state(const ShardedVariable& v, const OptimizerConfig& config) {
   EXPECT_TRUE(snaps.ok()) << snaps.status();
   if (!snaps.ok()) return out;
   std::vector<Tensor> values;
-  for (const VariableShard::Snapshot& s : (*snaps)[0]) {
+  for (const ShardSnapshot& s : (*snaps)[0]) {
     values.push_back(s.value);
     out.steps.push_back(s.slots.steps);
   }
   out.value = concat_rows(values);
   for (std::string_view slot : optimizer_slot_names(config.kind)) {
     std::vector<Tensor> rows;
-    for (const VariableShard::Snapshot& s : (*snaps)[0]) {
+    for (const ShardSnapshot& s : (*snaps)[0]) {
       auto it = s.slots.slots.find(slot);
       if (it != s.slots.slots.end()) {
         rows.push_back(it->second);
@@ -197,8 +195,8 @@ struct Model {
                                                         std::move(partitioner)));
     StrategyScope scope = strategy->scope();
     emb = ok_value(create_variable(emb_init(), {.name = prefix + "emb"}));
-    bias = ok_value(create_variable(Tensor::from_vector<float>({1, 2, 3, 4}, {4}),
-                                    {.name = prefix + "bias"}));
+    bias = ok_value(
+        create_variable(Tensor::from_vector<float>({1, 2, 3, 4}, {4}), {.name = prefix + "bias"}));
     optimizer = ok_value(Optimizer::create(config, 0.05, {.name = prefix + "opt"}));
   }
 
@@ -254,7 +252,8 @@ void expect_same(const Model::State& a, const Model::State& b, bool same_steps =
 }
 
 TEST_F(CheckpointIntegrationTest, SaveModifyRestoreGivesBackValuesAndSlots) {
-  for (OptimizerConfig::Kind kind : {OptimizerConfig::Kind::kAdam, OptimizerConfig::Kind::kAdagrad}) {
+  for (OptimizerConfig::Kind kind :
+       {OptimizerConfig::Kind::kAdam, OptimizerConfig::Kind::kAdagrad}) {
     SCOPED_TRACE(std::string(optimizer_name(kind)));
     const std::string prefix = "rt_" + std::string(optimizer_name(kind)) + "_";
     Model m(spec_with(3), ok_value(fixed_shards_partitioner(3)), config_of(kind), prefix);
@@ -288,8 +287,8 @@ TEST_F(CheckpointIntegrationTest, RestoresIntoFewerShardsAndFewerPs) {
     OptimizerConfig::Kind kind;
     bool dense;
   };
-  for (const Case& c : {Case{OptimizerConfig::Kind::kAdagrad, false},
-                        Case{OptimizerConfig::Kind::kAdam, true}}) {
+  for (const Case& c :
+       {Case{OptimizerConfig::Kind::kAdagrad, false}, Case{OptimizerConfig::Kind::kAdam, true}}) {
     const OptimizerConfig config = config_of(c.kind);
     const std::string name(optimizer_name(c.kind));
     SCOPED_TRACE(name);
@@ -342,17 +341,21 @@ TEST_F(CheckpointIntegrationTest, APsRejectsBadRestoresAndStaysUp) {
   snapshot.ops.back().variable = part;
   std::vector<Tensor> results = ok_value(client->execute_batch(snapshot, deadline));
   size_t pos = 0;
-  const VariableShard::Snapshot before = ok_value(take_snapshot_results(results, &pos, part));
+  const ShardSnapshot before = ok_value(take_snapshot_results(results, &pos, part));
   ASSERT_EQ(before.slots.optimizer, "adam");
   ASSERT_EQ(before.slots.steps, 1);
 
   const std::vector<std::pair<std::string, std::function<void(VariableOpArgs&)>>> bad = {
       {"slot 'q' of variable '" + part + "' is not a slot of the adam optimizer",
-       [](VariableOpArgs& o) { o.slot_names = {"m", "q"}; }},
+       [](VariableOpArgs& o) {
+         o.slot_names = {"m", "q"};
+       }},
       {"slot 'v' of variable '" + part + "' is float32 [3]",
        [](VariableOpArgs& o) { o.slots[1] = Tensor(DType::kFloat32, {3}); }},
       {"restored value is float64 [13, 4] but variable '" + part + "'",
-       [](VariableOpArgs& o) { o.value = Tensor(DType::kFloat64, {13, 4}); }},
+       [](VariableOpArgs& o) {
+         o.value = Tensor(DType::kFloat64, {13, 4});
+       }},
   };
   for (const auto& [needle, corrupt] : bad) {
     SCOPED_TRACE(needle);
@@ -551,7 +554,8 @@ TEST_F(CheckpointIntegrationTest, PythonToolsReadTheFiles) {
   };
   Json expected;
   expected["iterations"] = s.iterations;
-  for (const auto& [name, state] : {std::pair{"model/emb", &s.emb}, std::pair{"model/bias", &s.bias}}) {
+  for (const auto& [name, state] :
+       {std::pair{"model/emb", &s.emb}, std::pair{"model/bias", &s.bias}}) {
     Json v;
     v["value"] = floats(state->value);
     for (const auto& [slot, t] : state->slots) v["slots"][slot] = floats(t);
@@ -561,9 +565,8 @@ TEST_F(CheckpointIntegrationTest, PythonToolsReadTheFiles) {
   write_all(dir / "check.py", kPythonCheck);
 
   if (std::system("command -v python3 > /dev/null 2>&1") == 0) {
-    const std::string cmd =
-        absl::StrCat("python3 '", dir / "check.py", "' '", dir / "ckpt", "' '",
-                     dir / "expected.json", "'");
+    const std::string cmd = absl::StrCat("python3 '", dir / "check.py", "' '", dir / "ckpt", "' '",
+                                         dir / "expected.json", "'");
     const int rc = std::system(cmd.c_str());
     ASSERT_TRUE(WIFEXITED(rc)) << rc;
     EXPECT_EQ(WEXITSTATUS(rc), 0) << "the Python check failed: " << cmd;

@@ -129,10 +129,9 @@ TEST(CliTest, TrainAsChiefNamesTasksThatNeverStarted) {
 TEST(CliTest, TrainResumesAfterTheCoordinatorIsKilledMidEpoch) {
   const std::string run_dir = ::testing::TempDir() + "/psflow-train-resume";
   std::filesystem::remove_all(run_dir);
-  const std::vector<std::string> argv = {PSFLOW_BINARY_PATH, "train",  "--num-ps",
-                                         "1",                "--num-workers", "1",
-                                         "--epochs",         "2",      "--batch-size",
-                                         "128",              "--run-dir", run_dir};
+  const std::vector<std::string> argv = {PSFLOW_BINARY_PATH, "train", "--num-ps",  "1",
+                                         "--num-workers",    "1",     "--epochs",  "2",
+                                         "--batch-size",     "128",   "--run-dir", run_dir};
   {
     TestProcess first(argv, test_environment());
     ASSERT_GT(first.pid(), 0);
@@ -172,9 +171,8 @@ TEST(CliTest, TrainResumesAfterTheCoordinatorIsKilledMidEpoch) {
 TEST(CliTest, TrainWithPsRecoverySurvivesAKilledPs) {
   const std::string run_dir = ::testing::TempDir() + "/psflow-train-ps-recovery";
   std::filesystem::remove_all(run_dir);
-  TestProcess train({PSFLOW_BINARY_PATH, "train", "--ps-recovery", "--num-ps", "2",
-                     "--num-workers", "2", "--epochs", "2", "--batch-size", "256", "--run-dir",
-                     run_dir},
+  TestProcess train({PSFLOW_BINARY_PATH, "train", "--ps-recovery", "--num-ps", "2", "--num-workers",
+                     "2", "--epochs", "2", "--batch-size", "256", "--run-dir", run_dir},
                     test_environment());
   ASSERT_GT(train.pid(), 0);
   std::string out;
@@ -224,10 +222,9 @@ TEST(CliTest, WideDeepChecksThePsRecoveryFlags) {
 TEST(CliTest, TrainRefusesACorruptCheckpointNamingTheFile) {
   const std::string run_dir = ::testing::TempDir() + "/psflow-train-corrupt";
   std::filesystem::remove_all(run_dir);
-  const std::vector<std::string> argv = {PSFLOW_BINARY_PATH, "train",   "--num-ps",
-                                         "1",                "--num-workers", "1",
-                                         "--epochs",         "1",       "--batch-size",
-                                         "600",              "--run-dir", run_dir};
+  const std::vector<std::string> argv = {PSFLOW_BINARY_PATH, "train", "--num-ps",  "1",
+                                         "--num-workers",    "1",     "--epochs",  "1",
+                                         "--batch-size",     "600",   "--run-dir", run_dir};
   {
     TestProcess first(argv, test_environment());
     ASSERT_GT(first.pid(), 0);
@@ -258,8 +255,8 @@ TEST(CliTest, EvalBesideTrainingEvaluatesEveryCheckpoint) {
   TestProcess eval({PSFLOW_BINARY_PATH, "eval", "--run-dir", run_dir, "--timeout", "300"},
                    test_environment());
   ASSERT_GT(eval.pid(), 0);
-  TestProcess train({PSFLOW_BINARY_PATH, "train", "--num-ps", "1", "--num-workers", "1",
-                     "--epochs", "2", "--batch-size", "256", "--run-dir", run_dir},
+  TestProcess train({PSFLOW_BINARY_PATH, "train", "--num-ps", "1", "--num-workers", "1", "--epochs",
+                     "2", "--batch-size", "256", "--run-dir", run_dir},
                     test_environment());
   ASSERT_GT(train.pid(), 0);
   train.read_stdout(absl::Now() + absl::Seconds(300));

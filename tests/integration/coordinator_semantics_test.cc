@@ -7,6 +7,8 @@
 // variables (src/functions/examples.cc): the test waits (bounded) until a
 // closure has arrived and opens the gate by assigning a variable, so
 // nothing synchronises with sleeps.
+#include <grpcpp/client_context.h>
+
 #include <algorithm>
 #include <map>
 #include <memory>
@@ -17,8 +19,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
-#include <grpcpp/client_context.h>
-
+#include "base/test_util.h"
+#include "coordinator/coordinator_test_util.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "psflow/cluster_coordinator.h"
@@ -29,8 +31,6 @@
 #include "psflow/v1/task.grpc.pb.h"
 #include "psflow/variable.h"
 #include "rpc/channel.h"
-#include "base/test_util.h"
-#include "coordinator/coordinator_test_util.h"
 
 namespace psflow {
 namespace {
@@ -46,7 +46,6 @@ using psflow::testing::kTestTimeout;  // coordinator/coordinator_test_util.h
 constexpr absl::Duration kNegativeCheck = absl::Milliseconds(100);
 constexpr absl::string_view kCancelled =
     "The corresponding function is cancelled. Please reschedule the function.";
-
 
 int64_t read_int(const ShardedVariable& v) {
   return ok_value(v.read_value()).scalar_value<int64_t>();
@@ -71,7 +70,7 @@ class CoordinatorSemanticsTest : public ::testing::Test {
     LocalClusterOptions options;
     options.num_ps = 2;
     options.num_workers = kWorkers;
-    options.binary_path = PSFLOW_BINARY_PATH;
+    options.binary_path = PSFLOW_TESTING_BINARY_PATH;
     auto cluster = LocalCluster::start(options);
     ASSERT_TRUE(cluster.ok()) << cluster.status();
     cluster_ = cluster->release();
@@ -141,8 +140,7 @@ TEST_F(CoordinatorSemanticsTest, JoinOnAnEmptyQueueReturnsAtOnce) {
 TEST_F(CoordinatorSemanticsTest, QueueBoundTwoWithManySchedulesFromOneThread) {
   ClusterCoordinatorOptions options;
   options.max_queued_closures = 2;
-  std::unique_ptr<ClusterCoordinator> c =
-      ok_value(ClusterCoordinator::create(*strategy_, options));
+  std::unique_ptr<ClusterCoordinator> c = ok_value(ClusterCoordinator::create(*strategy_, options));
   ShardedVariable counter = int_variable("bound_two_counter");
   const RemoteStructure increment_args = RemoteStructure::tuple({counter.handle().to_structure()});
   constexpr int kSchedules = 200;
@@ -177,11 +175,10 @@ TEST_F(CoordinatorSemanticsTest, ChainedRemoteValueRunsAfterItsInputAndGetsItsVa
              int_variable("chain_cancel_seen")};
   RemoteValue first = ok_value(c->schedule("testing/hold", g.args(Structure(int64_t{5}))));
   ASSERT_TRUE(await_value(g.arrived, 1)) << "the first closure never started";
-  RemoteValue dependent =
-      ok_value(c->schedule("testing/add", RemoteStructure::tuple({first, 10})));
+  RemoteValue dependent = ok_value(c->schedule("testing/add", RemoteStructure::tuple({first, 10})));
   RemoteValue nested = ok_value(c->schedule(
-      "testing/echo", RemoteStructure::dict({{"a", dependent},
-                                             {"b", RemoteStructure::list({first, 1})}})));
+      "testing/echo",
+      RemoteStructure::dict({{"a", dependent}, {"b", RemoteStructure::list({first, 1})}})));
   // The waiting closures hold no worker: independent work still runs.
   RemoteValue independent = ok_value(c->schedule("testing/add", Structure::tuple({1, 2})));
   ASSERT_TRUE(independent.wait(kTestTimeout));
@@ -201,8 +198,7 @@ TEST_F(CoordinatorSemanticsTest, ChainedRemoteValueRunsAfterItsInputAndGetsItsVa
 TEST_F(CoordinatorSemanticsTest, LongChainWithQueueBoundTwo) {
   ClusterCoordinatorOptions options;
   options.max_queued_closures = 2;
-  std::unique_ptr<ClusterCoordinator> c =
-      ok_value(ClusterCoordinator::create(*strategy_, options));
+  std::unique_ptr<ClusterCoordinator> c = ok_value(ClusterCoordinator::create(*strategy_, options));
   RemoteValue value = ok_value(c->schedule("testing/add", Structure::tuple({0, 1})));
   std::vector<RemoteValue> all{value};
   for (int i = 1; i < 100; ++i) {
@@ -231,10 +227,9 @@ TEST_F(CoordinatorSemanticsTest, FailedInputGivesTheLaterClosureAnInputError) {
   EXPECT_EQ(input_error.code(), absl::StatusCode::kInvalidArgument) << input_error;
   EXPECT_TRUE(is_closure_input_error(input_error)) << input_error;
   EXPECT_THAT(input_error.message(), HasSubstr("Input args[1] of function 'testing/add'"));
-  EXPECT_THAT(input_error.message(),
-              HasSubstr(absl::StrCat("closure ", failing.closure_id(),
-                                     " (function 'testing/hold') ended with "
-                                     "INVALID_ARGUMENT: bad input step")));
+  EXPECT_THAT(input_error.message(), HasSubstr(absl::StrCat("closure ", failing.closure_id(),
+                                                            " (function 'testing/hold') ended with "
+                                                            "INVALID_ARGUMENT: bad input step")));
   // The first error is the input's own, reported once.
   const absl::Status joined = c->join();
   EXPECT_EQ(joined.code(), absl::StatusCode::kInvalidArgument);
@@ -321,7 +316,8 @@ TEST_F(CoordinatorSemanticsTest, ErrorModelWithRealWorkers) {
     EXPECT_TRUE(c->join().ok());
     EXPECT_TRUE(ok_value(c->done()));
     std::vector<RemoteValue> more;
-    for (int i = 0; i < 3; ++i) more.push_back(ok_value(c->schedule("examples/increment", step_args)));
+    for (int i = 0; i < 3; ++i)
+      more.push_back(ok_value(c->schedule("examples/increment", step_args)));
     EXPECT_TRUE(c->join().ok());
     for (const RemoteValue& r : more) EXPECT_TRUE(r.fetch().ok()) << r.fetch().status();
     EXPECT_EQ(read_int(steps), 3);
@@ -334,8 +330,7 @@ TEST_F(CoordinatorSemanticsTest, ErrorModelWithRealWorkers) {
 // copy per worker.
 TEST_F(CoordinatorSemanticsTest, PerWorkerResourceIsBuiltOncePerWorker) {
   std::unique_ptr<ClusterCoordinator> c = ok_value(ClusterCoordinator::create(*strategy_));
-  const PerWorkerResource state =
-      ok_value(c->create_per_worker_resource("testing/worker_state"));
+  const PerWorkerResource state = ok_value(c->create_per_worker_resource("testing/worker_state"));
   // worker -> (build number, uses seen in order).
   std::map<int64_t, std::pair<int64_t, std::vector<int64_t>>> seen;
   for (int round = 0; round < 20 && seen.size() < static_cast<size_t>(kWorkers); ++round) {
@@ -410,8 +405,8 @@ TEST_F(CoordinatorSemanticsTest, ChainOnOneWorkerTravelsByReference) {
     constexpr int kLinks = 20;
     RemoteValue value = ok_value(c->schedule("testing/add", Structure::tuple({0, 1})));
     for (int i = 1; i < kLinks; ++i) {
-      value = ok_value(c->schedule(
-          "testing/add", RemoteStructure::tuple({value, RemoteStructure(Structure(1))})));
+      value = ok_value(c->schedule("testing/add",
+                                   RemoteStructure::tuple({value, RemoteStructure(Structure(1))})));
     }
     // A nested reference, and one input used twice.
     RemoteValue nested = ok_value(c->schedule(

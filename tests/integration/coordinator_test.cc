@@ -1,28 +1,25 @@
 // ClusterCoordinator against real worker and ps processes (LocalCluster,
 // 2 ps + 3 workers): the reference's worker_fn, exact counts of scheduled
 // updates, the error model over gRPC, and work moving off a killed worker.
-#include "psflow/cluster_coordinator.h"
-
 #include <signal.h>
 
 #include <memory>
-
-#include "absl/time/clock.h"
 #include <set>
 #include <vector>
 
+#include "absl/time/clock.h"
+#include "base/test_util.h"
 #include "gtest/gtest.h"
+#include "psflow/cluster_coordinator.h"
 #include "psflow/cluster_resolver.h"
 #include "psflow/local_cluster.h"
-#include "psflow/strategy.h"
 #include "psflow/per_worker.h"
 #include "psflow/per_worker_resource.h"
+#include "psflow/strategy.h"
 #include "psflow/variable.h"
-#include "base/test_util.h"
 
 namespace psflow {
 namespace {
-
 
 class CoordinatorIntegrationTest : public ::testing::Test {
  protected:
@@ -32,7 +29,7 @@ class CoordinatorIntegrationTest : public ::testing::Test {
     LocalClusterOptions options;
     options.num_ps = 2;
     options.num_workers = kWorkers;
-    options.binary_path = PSFLOW_BINARY_PATH;
+    options.binary_path = PSFLOW_TESTING_BINARY_PATH;
     auto cluster = LocalCluster::start(options);
     ASSERT_TRUE(cluster.ok()) << cluster.status();
     cluster_ = cluster->release();
@@ -101,13 +98,13 @@ TEST_F(CoordinatorIntegrationTest, ScheduledIncrementsAreExact) {
 }
 
 TEST_F(CoordinatorIntegrationTest, NestedStructuresRoundTrip) {
-  Structure nested = Structure::tuple(
-      {2, Structure::tuple({3, 4}), Structure::list({5}), Structure::dict({{"v", 1}}),
-       Tensor::from_vector<float>({1, 2, 3, 4}, {2, 2})});
+  Structure nested = Structure::tuple({2, Structure::tuple({3, 4}), Structure::list({5}),
+                                       Structure::dict({{"v", 1}}),
+                                       Tensor::from_vector<float>({1, 2, 3, 4}, {2, 2})});
   RemoteValue echoed = ok_value(coordinator_->schedule("testing/echo", nested));
   EXPECT_EQ(ok_value(echoed.fetch()), nested);
-  Structure fetched = ok_value(coordinator_->fetch(
-      RemoteStructure::tuple({echoed, RemoteStructure::list({echoed, 7})})));
+  Structure fetched = ok_value(
+      coordinator_->fetch(RemoteStructure::tuple({echoed, RemoteStructure::list({echoed, 7})})));
   EXPECT_EQ(fetched, Structure::tuple({nested, Structure::list({nested, 7})}));
 }
 
@@ -143,9 +140,9 @@ TEST_F(CoordinatorIntegrationTest, ScheduledFunctionRunsReplicasAndReduces) {
   std::vector<float> values(100);
   for (int i = 0; i < 100; ++i) values[i] = static_cast<float>(i);  // Sum 4950.
   for (int64_t replicas : {int64_t{2}, int64_t{4}}) {
-    RemoteValue r = ok_value(coordinator_->schedule(
-        "examples/replicated_sum",
-        Structure::tuple({replicas, Tensor::from_vector<float>(values)})));
+    RemoteValue r = ok_value(
+        coordinator_->schedule("examples/replicated_sum",
+                               Structure::tuple({replicas, Tensor::from_vector<float>(values)})));
     Structure v = ok_value(r.fetch());
     EXPECT_EQ(v[0].int_value(), replicas);
     EXPECT_FLOAT_EQ(v[1].tensor().scalar_value<float>(), 4950.0f);
@@ -156,8 +153,7 @@ TEST_F(CoordinatorIntegrationTest, ScheduledFunctionRunsReplicasAndReduces) {
 TEST_F(CoordinatorIntegrationTest, UnknownFunctionFailsAtSchedule) {
   absl::StatusOr<RemoteValue> r = coordinator_->schedule("examples/worker_fun");
   EXPECT_TRUE(absl::IsNotFound(r.status())) << r.status();
-  EXPECT_NE(r.status().message().find("examples/worker_fn"), std::string_view::npos)
-      << r.status();
+  EXPECT_NE(r.status().message().find("examples/worker_fn"), std::string_view::npos) << r.status();
 }
 
 // Several closures in flight per worker (pipelined dispatch): every update
@@ -235,7 +231,7 @@ TEST(CoordinatorExactlyOnceTest, UpdatesOfARetriedClosureApplyOnce) {
     LocalClusterOptions options;
     options.num_ps = 1;
     options.num_workers = 2;
-    options.binary_path = PSFLOW_BINARY_PATH;
+    options.binary_path = PSFLOW_TESTING_BINARY_PATH;
     std::unique_ptr<LocalCluster> cluster = ok_value(LocalCluster::start(options));
     auto strategy = ok_value(ParameterServerStrategy::create(
         SimpleClusterResolver(cluster->cluster_spec(), "chief", 0)));
@@ -276,12 +272,12 @@ TEST(CoordinatorRecoveryTest, RestartedWorkerRejoinsWithFreshResources) {
   LocalClusterOptions options;
   options.num_ps = 1;
   options.num_workers = 2;
-  options.binary_path = PSFLOW_BINARY_PATH;
+  options.binary_path = PSFLOW_TESTING_BINARY_PATH;
   options.max_restarts = 1;
   options.restart_backoff = absl::Milliseconds(10);
   std::unique_ptr<LocalCluster> cluster = ok_value(LocalCluster::start(options));
-  auto strategy = ok_value(ParameterServerStrategy::create(
-      SimpleClusterResolver(cluster->cluster_spec(), "chief", 0)));
+  auto strategy = ok_value(
+      ParameterServerStrategy::create(SimpleClusterResolver(cluster->cluster_spec(), "chief", 0)));
   auto coordinator = ok_value(ClusterCoordinator::create(*strategy));
   PerWorkerIterator iterator =
       ok_value(coordinator->create_per_worker_dataset(

@@ -56,8 +56,8 @@ double parameter_error(const std::string& out) {
 TEST(ExamplesTest, CustomTrainingLoopLearnsSurvivesAKilledPsAndResumes) {
   const std::string dir = ::testing::TempDir() + "/psflow-example-custom-loop";
   std::filesystem::remove_all(dir);
-  const ExampleRun first = run_example({"--steps", "300", "--kill-ps-at", "150", "--num-workers", "2",
-                                 "--checkpoint-dir", dir});
+  const ExampleRun first = run_example(
+      {"--steps", "300", "--kill-ps-at", "150", "--num-workers", "2", "--checkpoint-dir", dir});
   ASSERT_EQ(first.exit_code, 0) << first.out << first.err;
   EXPECT_THAT(first.out, HasSubstr("w: 2 parts on /job:ps/replica:0/task:0/device:CPU:0 and "
                                    "/job:ps/replica:0/task:1/device:CPU:0"));
@@ -84,7 +84,8 @@ TEST(ExamplesTest, ABadTaskRoleIsAUsageError) {
   TestProcess example(
       {PSFLOW_CUSTOM_TRAINING_LOOP_PATH, "server"},
       test_environment(
-          {{"TF_CONFIG", R"({"cluster": {"ps": ["127.0.0.1:1"]}, "task": {"type": "ps", "index": 3}})"}}));
+          {{"TF_CONFIG",
+            R"({"cluster": {"ps": ["127.0.0.1:1"]}, "task": {"type": "ps", "index": 3}})"}}));
   ASSERT_GT(example.pid(), 0);
   const std::string err = example.read_stderr(absl::Now() + absl::Seconds(30));
   EXPECT_EQ(example.wait_exit_code(absl::Now() + absl::Seconds(30)), 2) << err;

@@ -5,17 +5,16 @@
 #include <set>
 #include <vector>
 
+#include "base/test_util.h"
 #include "gtest/gtest.h"
 #include "psflow/cluster_coordinator.h"
 #include "psflow/cluster_resolver.h"
 #include "psflow/local_cluster.h"
 #include "psflow/per_worker.h"
 #include "psflow/strategy.h"
-#include "base/test_util.h"
 
 namespace psflow {
 namespace {
-
 
 class PerWorkerDatasetTest : public ::testing::Test {
  protected:
@@ -25,7 +24,7 @@ class PerWorkerDatasetTest : public ::testing::Test {
     LocalClusterOptions options;
     options.num_ps = 1;
     options.num_workers = kWorkers;
-    options.binary_path = PSFLOW_BINARY_PATH;
+    options.binary_path = PSFLOW_TESTING_BINARY_PATH;
     cluster_ = ok_value(LocalCluster::start(options));
     strategy_ = ok_value(ParameterServerStrategy::create(
         SimpleClusterResolver(cluster_->cluster_spec(), "chief", 0)));
@@ -65,10 +64,10 @@ TEST_F(PerWorkerDatasetTest, EachWorkerReadsTheShardOfItsIndex) {
 
 TEST_F(PerWorkerDatasetTest, ExhaustedIteratorIsOutOfRange) {
   // 5 elements over 5 workers: one batch of 1 per worker, then the end.
-  PerWorkerIterator iterator = ok_value(coordinator_->create_per_worker_dataset(
-                                            "examples/range_by_worker",
-                                            Structure::tuple({int64_t{5}, int64_t{1}})))
-                                   .iter();
+  PerWorkerIterator iterator =
+      ok_value(coordinator_->create_per_worker_dataset("examples/range_by_worker",
+                                                       Structure::tuple({int64_t{5}, int64_t{1}})))
+          .iter();
   // More reads than elements: some worker must run out.
   for (int i = 0; i < 6 * kWorkers; ++i) {
     if (!coordinator_->schedule("examples/next_element", iterator).ok()) break;
@@ -94,9 +93,9 @@ TEST_F(PerWorkerDatasetTest, UnseededShufflesDifferBetweenWorkers) {
       absl::StatusOr<Structure> v = r.fetch();
       if (v.ok()) first_batch.emplace((*v)[0].int_value(), (*v)[1].tensor());
     }
-    iterator = ok_value(coordinator_->create_per_worker_dataset("examples/shuffled_range",
-                                                                int64_t{50}))
-                   .iter();
+    iterator =
+        ok_value(coordinator_->create_per_worker_dataset("examples/shuffled_range", int64_t{50}))
+            .iter();
   }
   ASSERT_GE(first_batch.size(), 2u);
   const Tensor& a = first_batch.begin()->second;

@@ -74,8 +74,7 @@ class PsRecoveryTest : public ::testing::Test {
     OptimizerConfig sgd;
     sgd.kind = OptimizerConfig::Kind::kSgd;
     optimizer_ = ok_value(Optimizer::create(sgd, 0.5));
-    Checkpoint checkpoint =
-        ok_value(Checkpoint::create({{"w0", w0_}, {"w1", w1_}}, *optimizer_));
+    Checkpoint checkpoint = ok_value(Checkpoint::create({{"w0", w0_}, {"w1", w1_}}, *optimizer_));
     manager_ = ok_value(CheckpointManager::create(checkpoint, dir_ + "/ckpts", 3));
   }
 
@@ -87,9 +86,8 @@ class PsRecoveryTest : public ::testing::Test {
 
   // One SGD step with gradient 1 everywhere: every value falls by 0.5.
   absl::Status step() const {
-    return optimizer_->apply_gradients(
-        {{Tensor::from_vector<float>({1, 1, 1, 1}, {4}), w0_},
-         {Tensor::from_vector<float>({1, 1}, {2}), w1_}});
+    return optimizer_->apply_gradients({{Tensor::from_vector<float>({1, 1, 1, 1}, {4}), w0_},
+                                        {Tensor::from_vector<float>({1, 1}, {2}), w1_}});
   }
 
   int64_t iterations() const {
@@ -151,8 +149,7 @@ TEST_F(PsRecoveryTest, EveryPsGoesBackToTheLatestCheckpointAndTrainingGoesOn) {
   ASSERT_TRUE(step().ok());
   EXPECT_EQ(iterations(), 3);
   EXPECT_EQ(ok_value(w1_.read_value()), Tensor::from_vector<float>({8.5f, 18.5f}, {2}));
-  EXPECT_THAT(read_file(log),
-              HasSubstr(absl::StrCat("ps recovery 1: ", kPs1, " restarted (")));
+  EXPECT_THAT(read_file(log), HasSubstr(absl::StrCat("ps recovery 1: ", kPs1, " restarted (")));
 }
 
 TEST_F(PsRecoveryTest, AnErrorThatIsNotAPsFaultComesBackUnchanged) {
@@ -238,8 +235,8 @@ TEST_F(PsRecoveryTest, ARestoreThatFailedIsDoneAgainByTheNextRecover) {
 TEST(PsRecoveryOptionsTest, BadOptionsAndClustersWithoutPsAreRefusedByName) {
   // Options are checked before any task is contacted.
   const ClusterSpec spec({{"chief", {"127.0.0.1:1"}}, {"ps", {"127.0.0.1:2"}}});
-  Checkpoint checkpoint = ok_value(Checkpoint::create(
-      {{"v", ok_value(create_variable(Tensor::scalar<float>(1)))}}));
+  Checkpoint checkpoint =
+      ok_value(Checkpoint::create({{"v", ok_value(create_variable(Tensor::scalar<float>(1)))}}));
   const std::string dir = ::testing::TempDir() + "/psflow_ps_recovery_options";
   CheckpointManager manager = ok_value(CheckpointManager::create(checkpoint, dir, 1));
 

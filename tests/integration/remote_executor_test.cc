@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
+#include "base/test_util.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "psflow/cluster_resolver.h"
@@ -24,13 +25,11 @@
 #include "rpc/channel.h"
 #include "rpc/grpc_status.h"
 #include "tensor/codec.h"
-#include "base/test_util.h"
 
 namespace psflow {
 namespace {
 
 using ::testing::HasSubstr;
-
 
 std::string message_of(const absl::Status& s) { return std::string(s.message()); }
 
@@ -42,7 +41,7 @@ class RemoteExecutorTest : public ::testing::Test {
     LocalClusterOptions options;
     options.num_ps = 1;
     options.num_workers = 1;
-    options.binary_path = PSFLOW_BINARY_PATH;
+    options.binary_path = PSFLOW_TESTING_BINARY_PATH;
     auto cluster = LocalCluster::start(options);
     ASSERT_TRUE(cluster.ok()) << cluster.status();
     cluster_ = cluster->release();
@@ -156,6 +155,32 @@ TEST_F(RemoteExecutorTest, CallsWithAndWithoutAnArgument) {
   EXPECT_THAT(message_of(fn.status()), HasSubstr("reference to function 'testing/add'"));
 }
 
+// The test-only functions (testing/*, examples/*) are built into the test
+// twin of the CLI, never into the psflow binary users run: a production
+// worker offers no probe to whoever reaches it, while the training steps
+// stay registered.
+TEST(ProductionWorkerTest, OffersNoTestOnlyFunctions) {
+  LocalClusterOptions options;
+  options.num_ps = 1;
+  options.num_workers = 1;
+  options.binary_path = PSFLOW_BINARY_PATH;
+  std::unique_ptr<LocalCluster> cluster = ok_value(LocalCluster::start(options));
+  std::unique_ptr<RemoteExecutor> ex =
+      ok_value(RemoteExecutor::create(ok_value(cluster->cluster_spec().task_address("worker", 0))));
+  for (const char* name : {"testing/echo", "testing/hold", "examples/increment"}) {
+    absl::StatusOr<Structure> out = ex->call_function(name);
+    EXPECT_EQ(out.status().code(), absl::StatusCode::kNotFound) << name << ": " << out.status();
+  }
+  // The same request to the test twin runs (the refusal above is about the
+  // binary, not the request).
+  LocalClusterOptions twin = options;
+  twin.binary_path = PSFLOW_TESTING_BINARY_PATH;
+  std::unique_ptr<LocalCluster> testing_cluster = ok_value(LocalCluster::start(twin));
+  std::unique_ptr<RemoteExecutor> testing_ex = ok_value(
+      RemoteExecutor::create(ok_value(testing_cluster->cluster_spec().task_address("worker", 0))));
+  EXPECT_EQ(ok_value(testing_ex->call_function("testing/echo", Structure(7))), Structure(7));
+}
+
 // Calls get the worker's WorkerContext as RunFunction builds it: here its
 // ps clients, for the reference's worker_fn over variables on the ps.
 TEST_F(RemoteExecutorTest, CallFunctionIsTheFusedCall) {
@@ -165,9 +190,9 @@ TEST_F(RemoteExecutorTest, CallFunctionIsTheFusedCall) {
   EXPECT_EQ(ok_value(ex_->call_function("testing/add", Structure::tuple({1, 2}))), Structure(3));
   EXPECT_EQ(ok_value(ex_->call_function("testing/add", Structure::tuple({1, 0.5}))),
             Structure(1.5));
-  const Structure nested = Structure::tuple(
-      {Tensor::from_vector<float>({1, 2, 3, 4}, {2, 2}),
-       Structure::dict({{"v", 1}, {"w", Structure::list({Structure(), "x"})}})});
+  const Structure nested =
+      Structure::tuple({Tensor::from_vector<float>({1, 2, 3, 4}, {2, 2}),
+                        Structure::dict({{"v", 1}, {"w", Structure::list({Structure(), "x"})}})});
   EXPECT_EQ(ok_value(ex_->call_function("testing/echo", nested)), nested);
   // Without an argument the function gets None.
   EXPECT_EQ(ok_value(ex_->call_function("testing/echo")), Structure());
@@ -207,8 +232,8 @@ TEST_F(RemoteExecutorTest, CallFunctionIsTheFusedCall) {
 }
 
 TEST_F(RemoteExecutorTest, CallsReachTheParameterServers) {
-  auto strategy = ok_value(ParameterServerStrategy::create(
-      SimpleClusterResolver(cluster_->cluster_spec(), "chief", 0)));
+  auto strategy = ok_value(
+      ParameterServerStrategy::create(SimpleClusterResolver(cluster_->cluster_spec(), "chief", 0)));
   ShardedVariable v1, v2;
   {
     StrategyScope scope = strategy->scope();
@@ -235,8 +260,7 @@ TEST_F(RemoteExecutorTest, StructsAndSelections) {
             Structure::list({1, 1}));
   // Named elements make a dict, ordered by key; selection follows that order.
   RemoteExecutorValue dict = ok_value(ex_->create_struct({{"b", one}, {"a", tensor}}));
-  EXPECT_EQ(compute(dict),
-            Structure::dict({{"a", Tensor::from_vector<float>({1, 2})}, {"b", 1}}));
+  EXPECT_EQ(compute(dict), Structure::dict({{"a", Tensor::from_vector<float>({1, 2})}, {"b", 1}}));
   EXPECT_EQ(compute(ok_value(ex_->create_selection(dict, 1))), Structure(1));
   // Selections of concrete values and of call results.
   RemoteExecutorValue concrete = value(Structure::tuple({"x", Structure::list({"y", "z"})}));
@@ -264,13 +288,13 @@ TEST_F(RemoteExecutorTest, ChainedCalls) {
   RemoteExecutorValue ten = value(10);
   // (3 + 10), then (13 + 3): every result is an argument of the next call,
   // created before any of them ran.
-  RemoteExecutorValue thirteen = ok_value(ex_->create_call(add, ok_value(ex_->create_struct({three, ten}))));
+  RemoteExecutorValue thirteen =
+      ok_value(ex_->create_call(add, ok_value(ex_->create_struct({three, ten}))));
   RemoteExecutorValue sixteen =
       ok_value(ex_->create_call(add, ok_value(ex_->create_struct({thirteen, three}))));
   RemoteExecutorValue total = std::move(sixteen);
   for (int i = 0; i < 20; ++i) {  // A longer chain: + 1 each step.
-    total = ok_value(ex_->create_call(
-        add, ok_value(ex_->create_struct({total, value(1)}))));
+    total = ok_value(ex_->create_call(add, ok_value(ex_->create_struct({total, value(1)}))));
   }
   EXPECT_EQ(compute(total), Structure(36));
   EXPECT_EQ(compute(thirteen), Structure(13));
@@ -316,8 +340,7 @@ TEST_F(RemoteExecutorTest, ErrorsNameTheProblem) {
   // Handles: another executor's value, an empty handle.
   auto other = executor({});
   RemoteExecutorValue foreign = ok_value(other->create_value(1));
-  EXPECT_EQ(ex_->create_selection(foreign, 0).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ex_->create_selection(foreign, 0).status().code(), absl::StatusCode::kInvalidArgument);
   RemoteExecutorValue moved = value(1);
   RemoteExecutorValue target = std::move(moved);
   EXPECT_FALSE(moved.valid());  // NOLINT(bugprone-use-after-move): checking the moved-from state
@@ -334,8 +357,11 @@ TEST_F(RemoteExecutorTest, HostileBytesAreInvalidArgumentAndTheWorkerStaysUp) {
                      valid.mutable_structure());
   const std::string good = valid.SerializeAsString();
   v1::CreateValueRequest short_content = valid;
-  short_content.mutable_structure()->mutable_tuple()->mutable_items(1)->mutable_tensor()->set_content(
-      "abc");
+  short_content.mutable_structure()
+      ->mutable_tuple()
+      ->mutable_items(1)
+      ->mutable_tensor()
+      ->set_content("abc");
   v1::CreateValueRequest empty;
   v1::CreateCallRequest empty_argument;
   empty_argument.mutable_function_ref()->set_id("x");
@@ -388,7 +414,7 @@ TEST_F(RemoteExecutorTest, DisposalIsBatched) {
     EXPECT_EQ(live_values(), base + 12);  // 4 queued: below the batch size.
     values.pop_back();
     EXPECT_EQ(live_values(), base + 7);  // The 5th sends the batch.
-  }  // 7 more destroyed: one batch of 5 sent, 2 queued.
+  }                                      // 7 more destroyed: one batch of 5 sent, 2 queued.
   EXPECT_EQ(live_values(), base + 2);
   EXPECT_TRUE(ex->close().ok());  // Flushes the rest.
   EXPECT_EQ(live_values(), base);
@@ -409,11 +435,11 @@ TEST_F(RemoteExecutorTest, StreamStructsKeepsEachMessageSmall) {
   constexpr int kMaxMessage = 64 << 10;
   const Structure big = Structure::dict(
       {{"a", floats(12000, 1.0f)},
-       {"b", Structure::tuple({floats(12000, 2.0f),
-                               Structure::list({Tensor::from_vector<int32_t>(
-                                                    std::vector<int32_t>(10000, 3)),
-                                                Structure::tuple({})}),
-                               5})},
+       {"b", Structure::tuple(
+                 {floats(12000, 2.0f),
+                  Structure::list({Tensor::from_vector<int32_t>(std::vector<int32_t>(10000, 3)),
+                                   Structure::tuple({})}),
+                  5})},
        {"c", "text"}});
   ASSERT_GT(encode_structure(big).size(), static_cast<size_t>(2 * kMaxMessage));
 
@@ -430,8 +456,8 @@ TEST_F(RemoteExecutorTest, StreamStructsKeepsEachMessageSmall) {
   RemoteExecutorValue sent = ok_value(stream->create_value(big));
   EXPECT_EQ(ok_value(sent.compute()), big);
   // Through a call, too: the result is fetched element by element.
-  RemoteExecutorValue echoed = ok_value(stream->create_call(
-      ok_value(stream->create_function("testing/echo")), sent));
+  RemoteExecutorValue echoed =
+      ok_value(stream->create_call(ok_value(stream->create_function("testing/echo")), sent));
   EXPECT_EQ(ok_value(echoed.compute()), big);
 
   // A result too large for one message fails whole and streams in parts.

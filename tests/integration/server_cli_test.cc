@@ -82,9 +82,8 @@ TEST(ServerCliTest, NoConfigurationIsAUsageError) {
 // A worker's result-cache bounds are flags; a bad value is a usage error
 // naming the flag, before anything is bound.
 TEST(ServerCliTest, ResultCacheFlagsAreChecked) {
-  const std::string tf_config =
-      R"({"cluster": {"ps": ["127.0.0.1:1"], "worker": ["127.0.0.1:2"]},)"
-      R"( "task": {"type": "worker", "index": 0}})";
+  const std::string tf_config = R"({"cluster": {"ps": ["127.0.0.1:1"], "worker": ["127.0.0.1:2"]},)"
+                                R"( "task": {"type": "worker", "index": 0}})";
   for (const auto& [flag, value] : std::vector<std::pair<std::string, std::string>>{
            {"--result-cache-entries", "-5"}, {"--result-cache-mib", "100000"}}) {
     TestProcess server({PSFLOW_BINARY_PATH, "server", flag, value},
@@ -97,9 +96,8 @@ TEST(ServerCliTest, ResultCacheFlagsAreChecked) {
 }
 
 TEST(ServerCliTest, AnUnknownNonFinitePolicyIsAUsageError) {
-  const std::string tf_config =
-      R"({"cluster": {"ps": ["127.0.0.1:1"], "worker": ["127.0.0.1:2"]},)"
-      R"( "task": {"type": "ps", "index": 0}})";
+  const std::string tf_config = R"({"cluster": {"ps": ["127.0.0.1:1"], "worker": ["127.0.0.1:2"]},)"
+                                R"( "task": {"type": "ps", "index": 0}})";
   TestProcess server({PSFLOW_BINARY_PATH, "server", "--non-finite-updates", "maybe"},
                      test_environment({{"TF_CONFIG", tf_config}}));
   ASSERT_GT(server.pid(), 0);
@@ -145,8 +143,8 @@ TEST(ServerCliTest, PortInUseExitsNonZeroNamingTheAddress) {
   ASSERT_EQ(::getsockname(holder, reinterpret_cast<sockaddr*>(&addr), &len), 0);
   const std::string ps_address = absl::StrCat("127.0.0.1:", ntohs(addr.sin_port));
 
-  TestProcess server({PSFLOW_BINARY_PATH, "server", "--job", "ps", "--task", "0",
-                      "--cluster-json", cluster_json(ps_address, worker->address())},
+  TestProcess server({PSFLOW_BINARY_PATH, "server", "--job", "ps", "--task", "0", "--cluster-json",
+                      cluster_json(ps_address, worker->address())},
                      test_environment());
   ASSERT_GT(server.pid(), 0);
   const absl::Time deadline = absl::Now() + absl::Seconds(30);

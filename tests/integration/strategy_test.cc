@@ -7,32 +7,31 @@
 
 #include <atomic>
 #include <cmath>
-#include <optional>
-#include <utility>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "base/test_util.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "ps/variable_client.h"
+#include "ps/client/variable_client.h"
 #include "psflow/cluster_resolver.h"
 #include "psflow/local_cluster.h"
 #include "psflow/optimizer.h"
 #include "psflow/partitioners.h"
 #include "psflow/variable.h"
 #include "strategy/strategy_test_util.h"
-#include "base/test_util.h"
 
 namespace psflow {
 namespace {
 
 using ::testing::ElementsAre;
-
 
 class StrategyIntegrationTest : public ::testing::Test {
  protected:
@@ -178,8 +177,8 @@ TEST_F(StrategyIntegrationTest, ConcurrentAssignAddIsExact) {
       ok_value(strategy->create_variable(Tensor::scalar<int64_t>(0), {.name = "counter"}));
   const absl::Time start = absl::Now();
   EXPECT_EQ(count_concurrently({counter}), 0);
-  std::cout << kCountingThreads << " threads x " << kAddsPerThread
-            << " assign_add over gRPC took " << absl::FormatDuration(absl::Now() - start) << "\n";
+  std::cout << kCountingThreads << " threads x " << kAddsPerThread << " assign_add over gRPC took "
+            << absl::FormatDuration(absl::Now() - start) << "\n";
   EXPECT_EQ(ok_value(counter.read_value()),
             Tensor::scalar<int64_t>(kCountingThreads * kAddsPerThread));
 }
@@ -353,9 +352,8 @@ TEST_F(StrategyIntegrationTest, NesterovAndFtrlMatchTfFormulasOnRealPs) {
       {{0}, {-3, 0.125f}},
   };
   for (const auto& [ids, rows] : steps) {
-    const IndexedSlices grad{
-        Tensor::from_vector(rows, {static_cast<int64_t>(ids.size()), 2}),
-        Tensor::from_vector(ids, {static_cast<int64_t>(ids.size())})};
+    const IndexedSlices grad{Tensor::from_vector(rows, {static_cast<int64_t>(ids.size()), 2}),
+                             Tensor::from_vector(ids, {static_cast<int64_t>(ids.size())})};
     ASSERT_TRUE(ftrl_opt->apply_gradients({{grad, f}}).ok());
     std::vector<double> g(6, 0);
     std::vector<bool> touched(6, false);

@@ -21,8 +21,9 @@
 #include "absl/time/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "ps/execute.h"
-#include "ps/variable_client.h"
+#include "ps/client/variable_client.h"
+#include "ps/server/execute.h"
+#include "ps/server/local_variable_client.h"
 #include "psflow/local_cluster.h"
 #include "psflow/server.h"
 #include "psflow/v1/task.grpc.pb.h"
@@ -57,8 +58,7 @@ std::string ps_address(const LocalCluster& cluster, int index) {
   return address.value_or("");
 }
 
-VariableOpArgs op(Op::Kind kind, std::string name, Tensor value = Tensor(),
-                  Tensor ids = Tensor()) {
+VariableOpArgs op(Op::Kind kind, std::string name, Tensor value = Tensor(), Tensor ids = Tensor()) {
   VariableOpArgs a;
   a.kind = kind;
   a.variable = std::move(name);
@@ -109,9 +109,7 @@ class VariableServiceTest : public ::testing::Test {
     cluster_ = nullptr;
   }
 
-  void SetUp() override {
-    ASSERT_NE(cluster_, nullptr) << "the cluster did not start";
-  }
+  void SetUp() override { ASSERT_NE(cluster_, nullptr) << "the cluster did not start"; }
 
   static VariableClient& ps(int i) { return *clients_[i]; }
 
@@ -178,9 +176,8 @@ TEST_F(VariableServiceTest, EveryOpThroughGrpcMatchesTheInProcessStore) {
       op(Op::READ, "names"),
       op(Op::READ, "big"),
   }));
-  for (const Op::Kind kind : {Op::SCATTER_UPDATE, Op::SCATTER_ADD, Op::SCATTER_SUB,
-                              Op::SCATTER_MUL, Op::SCATTER_DIV, Op::SCATTER_MIN,
-                              Op::SCATTER_MAX}) {
+  for (const Op::Kind kind : {Op::SCATTER_UPDATE, Op::SCATTER_ADD, Op::SCATTER_SUB, Op::SCATTER_MUL,
+                              Op::SCATTER_DIV, Op::SCATTER_MIN, Op::SCATTER_MAX}) {
     batches.push_back(batch_of({op(kind, "m", rows, ids), op(Op::GATHER, "m", Tensor(), ids)}));
   }
   batches.push_back(batch_of(
@@ -190,16 +187,16 @@ TEST_F(VariableServiceTest, EveryOpThroughGrpcMatchesTheInProcessStore) {
   for (int step = 0; step < 3; ++step) {
     // Slots belong to one optimizer per variable: "m" has sgd's.
     const Tensor all_rows = Tensor::from_vector<int32_t>({3, 2, 1, 0});
-    batches.push_back(batch_of({apply(Op::APPLY_SPARSE, "emb", rows, 0, ids),
-                                op(Op::GATHER, "emb", Tensor(), all_rows)},
-                               {adagrad}));
+    batches.push_back(batch_of(
+        {apply(Op::APPLY_SPARSE, "emb", rows, 0, ids), op(Op::GATHER, "emb", Tensor(), all_rows)},
+        {adagrad}));
   }
   batches.push_back(batch_of({op(Op::CREATE, "moments", floats({0.5f, -0.5f}, {2}))}));
-  batches.push_back(batch_of({apply(Op::APPLY_DENSE, "moments", floats({1, 1}, {2}), 0),
-                              apply(Op::APPLY_DENSE, "moments", floats({-1, 2}, {2}), 0),
-                              op(Op::READ, "moments"), op(Op::DELETE, "moments"),
-                              op(Op::READ, "count")},
-                             {adam}));
+  batches.push_back(
+      batch_of({apply(Op::APPLY_DENSE, "moments", floats({1, 1}, {2}), 0),
+                apply(Op::APPLY_DENSE, "moments", floats({-1, 2}, {2}), 0), op(Op::READ, "moments"),
+                op(Op::DELETE, "moments"), op(Op::READ, "count")},
+               {adam}));
   for (size_t i = 0; i < batches.size(); ++i) {
     SCOPED_TRACE(::testing::Message() << "batch " << i);
     std::vector<Tensor> expected = run(*local, batches[i]);
@@ -345,10 +342,16 @@ TEST_F(VariableServiceTest, BadRequestsGetClearErrorsAndChangeNothing) {
        "ASSIGN needs a value tensor"},
       {"missing optimizer", missing_optimizer, absl::StatusCode::kInvalidArgument,
        "optimizer index 4 is out of range"},
-      {"negative learning rate", negative_rate, absl::StatusCode::kInvalidArgument,
-       "learning rate -1 is invalid", {OptimizerConfig()}},
-      {"bad optimizer", negative_rate, absl::StatusCode::kInvalidArgument,
-       "optimizer 0: optimizer beta_1 = 2 is invalid", {bad_optimizer}},
+      {"negative learning rate",
+       negative_rate,
+       absl::StatusCode::kInvalidArgument,
+       "learning rate -1 is invalid",
+       {OptimizerConfig()}},
+      {"bad optimizer",
+       negative_rate,
+       absl::StatusCode::kInvalidArgument,
+       "optimizer 0: optimizer beta_1 = 2 is invalid",
+       {bad_optimizer}},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.label);
@@ -434,13 +437,12 @@ TEST_F(VariableServiceTest, DestroyingAClientWithCallsInFlightRunsEveryCallback)
   {
     auto client = make_grpc_variable_client(ps_address(*cluster_, 0), task_name("ps", 0));
     for (int i = 0; i < 16; ++i) {
-      client->execute_batch_async(batch_of({op(Op::READ, "inflight")}), deadline(),
-                                  [&](absl::StatusOr<std::vector<Tensor>> r) {
-                                    EXPECT_TRUE(r.ok() || r.status().code() ==
-                                                              absl::StatusCode::kCancelled)
-                                        << r.status();
-                                    ++callbacks;
-                                  });
+      client->execute_batch_async(
+          batch_of({op(Op::READ, "inflight")}), deadline(),
+          [&](absl::StatusOr<std::vector<Tensor>> r) {
+            EXPECT_TRUE(r.ok() || r.status().code() == absl::StatusCode::kCancelled) << r.status();
+            ++callbacks;
+          });
     }
   }
   EXPECT_EQ(callbacks.load(), 16);
@@ -497,12 +499,16 @@ TEST(VariableServiceLimitsTest, GathersOfManyStringsAndRepeatedSnapshotsAreRefus
   ASSERT_TRUE(server.ok()) << server.status();
   ASSERT_TRUE((*server)->start().ok());
   auto client = make_grpc_variable_client((*server)->target(), task_name("ps", 0));
-  ASSERT_TRUE(client->execute_batch(batch_of({op(Op::CREATE, "s", Tensor(DType::kString, {1, 1000}))}),
-                                    deadline())
-                  .ok());
-  ASSERT_TRUE(client->execute_batch(batch_of({op(Op::CREATE, "f", Tensor(DType::kFloat32, {1 << 19}))}),
-                                    deadline())
-                  .ok());
+  ASSERT_TRUE(
+      client
+          ->execute_batch(batch_of({op(Op::CREATE, "s", Tensor(DType::kString, {1, 1000}))}),
+                          deadline())
+          .ok());
+  ASSERT_TRUE(
+      client
+          ->execute_batch(batch_of({op(Op::CREATE, "f", Tensor(DType::kFloat32, {1 << 19}))}),
+                          deadline())
+          .ok());
   // 1,000 ids of 1,000 empty strings: a few KiB on the wire, 32 MB of strings.
   absl::StatusOr<std::vector<Tensor>> r = client->execute_batch(
       batch_of({op(Op::GATHER, "s", Tensor(), Tensor(DType::kInt32, {1000}))}), deadline());
@@ -528,9 +534,9 @@ TEST(VariableServiceFailureTest, CallsToAKilledPsFailFastWithUnavailableNamingIt
   auto ps0 = make_grpc_variable_client(ps_address(**cluster, 0), task_name("ps", 0));
   auto ps1 = make_grpc_variable_client(ps_address(**cluster, 1), task_name("ps", 1));
   for (VariableClient* c : {ps0.get(), ps1.get()}) {
-    ASSERT_TRUE(c->execute_batch(batch_of({op(Op::CREATE, "v", Tensor::scalar<float>(1))}),
-                                 deadline())
-                    .ok());
+    ASSERT_TRUE(
+        c->execute_batch(batch_of({op(Op::CREATE, "v", Tensor::scalar<float>(1))}), deadline())
+            .ok());
   }
   absl::StatusOr<pid_t> pid = (*cluster)->pid("ps", 1);
   ASSERT_TRUE(pid.ok());

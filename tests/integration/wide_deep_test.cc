@@ -4,21 +4,20 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <memory>
 #include <iterator>
+#include <memory>
 #include <set>
 #include <string>
 
+#include "base/test_util.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "psflow/local_cluster.h"
 #include "train/wide_deep_trainer.h"
 #include "wide_deep_small.h"
-#include "base/test_util.h"
 
 namespace psflow {
 namespace {
-
 
 class WideDeepTrainingTest : public ::testing::Test {
  protected:
@@ -52,8 +51,8 @@ class WideDeepTrainingTest : public ::testing::Test {
 TEST_F(WideDeepTrainingTest, LearnsWithTablesShardedOverBothPs) {
   TrainOptions o = small_run();
   o.run_dir = run_dir_;
-  const WideDeepSummary s = ok_value(train_wide_deep_model(cluster_->cluster_spec(), o,
-                                                           small_data()));
+  const WideDeepSummary s =
+      ok_value(train_wide_deep_model(cluster_->cluster_spec(), o, small_data()));
   std::printf("wide_deep: test auc %.4f accuracy %.4f loss %.4f in %.1f s\n", s.test_auc,
               s.summary.test_accuracy, s.summary.test_loss, s.summary.wall_seconds);
   EXPECT_GT(s.test_auc, 0.78);
@@ -128,8 +127,8 @@ TEST_F(WideDeepTrainingTest, AnUntrainedModelMissesTheBound) {
   o.optimizer = "sgd";
   o.learning_rate = 1e-9;
   o.partitioner = "fixed:1";
-  const WideDeepSummary s = ok_value(train_wide_deep_model(cluster_->cluster_spec(), o,
-                                                           small_data()));
+  const WideDeepSummary s =
+      ok_value(train_wide_deep_model(cluster_->cluster_spec(), o, small_data()));
   EXPECT_LT(s.test_auc, 0.75);
   // fixed:1 keeps every table whole.
   EXPECT_EQ(s.wide_table_devices.size(), 1u);
@@ -170,8 +169,8 @@ TEST_F(WideDeepTrainingTest, TrainsOnALibsvmFile) {
   }
   TrainOptions o = small_run();
   o.data_dir = path;
-  const WideDeepSummary s = ok_value(train_wide_deep_model(cluster_->cluster_spec(), o,
-                                                           small_data()));
+  const WideDeepSummary s =
+      ok_value(train_wide_deep_model(cluster_->cluster_spec(), o, small_data()));
   std::printf("wide_deep on LIBSVM: test auc %.4f accuracy %.4f\n", s.test_auc,
               s.summary.test_accuracy);
   EXPECT_EQ(s.summary.steps, 3 * (18000 / 128));  // 90% of the rows train

@@ -1,0 +1,119 @@
+#include "ps/client/variable_client.h"
+
+#include <algorithm>
+#include <optional>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/blocking_counter.h"
+#include "absl/synchronization/notification.h"
+#include "ps/request/execute_batch.h"
+#include "ps/request/snapshot_results.h"
+#include "ps/request/update_key.h"
+#include "tensor/codec.h"
+
+namespace psflow {
+
+absl::StatusOr<v1::ExecuteResponse> VariableClient::execute(v1::ExecuteRequest request,
+                                                            absl::Time deadline) {
+  absl::Notification done;
+  absl::StatusOr<v1::ExecuteResponse> out;
+  execute_async(std::move(request), deadline, [&](absl::StatusOr<v1::ExecuteResponse> r) {
+    out = std::move(r);
+    done.Notify();
+  });
+  done.WaitForNotification();
+  return out;
+}
+
+void VariableClient::execute_batch_async(ExecuteBatch batch, absl::Time deadline,
+                                         BatchCallback done) {
+  v1::ExecuteRequest request;
+  batch_to_proto(batch, &request);
+  execute_async(std::move(request), deadline,
+                [done = std::move(done)](absl::StatusOr<v1::ExecuteResponse> response) {
+                  if (!response.ok()) {
+                    done(response.status());
+                    return;
+                  }
+                  std::vector<Tensor> results;
+                  results.reserve(static_cast<size_t>(response->results_size()));
+                  for (v1::TensorProto& proto : *response->mutable_results()) {
+                    absl::StatusOr<Tensor> t = tensor_from_proto(&proto);
+                    if (!t.ok()) {
+                      done(absl::InternalError(absl::StrCat(
+                          "result ", results.size(), " does not decode: ", t.status().message())));
+                      return;
+                    }
+                    results.push_back(*std::move(t));
+                  }
+                  done(std::move(results));
+                });
+}
+
+absl::StatusOr<std::vector<Tensor>> VariableClient::execute_batch(ExecuteBatch batch,
+                                                                  absl::Time deadline) {
+  absl::Notification done;
+  absl::StatusOr<std::vector<Tensor>> out;
+  execute_batch_async(std::move(batch), deadline, [&](absl::StatusOr<std::vector<Tensor>> r) {
+    out = std::move(r);
+    done.Notify();
+  });
+  done.WaitForNotification();
+  return out;
+}
+
+std::vector<absl::StatusOr<v1::ExecuteResponse>> execute_parallel(
+    const std::vector<VariableClient*>& clients, std::vector<v1::ExecuteRequest> requests,
+    absl::Time deadline) {
+  std::vector<absl::StatusOr<v1::ExecuteResponse>> results(requests.size(), v1::ExecuteResponse());
+  std::vector<size_t> todo;
+  for (size_t i = 0; i < requests.size() && i < clients.size(); ++i) {
+    if (clients[i] != nullptr && requests[i].ops_size() > 0) todo.push_back(i);
+  }
+  absl::BlockingCounter pending(static_cast<int>(todo.size()));
+  for (size_t i : todo) {
+    clients[i]->execute_async(std::move(requests[i]), deadline,
+                              [&results, &pending, i](absl::StatusOr<v1::ExecuteResponse> r) {
+                                results[i] = std::move(r);
+                                pending.DecrementCount();
+                              });
+  }
+  pending.Wait();
+  return results;
+}
+
+std::vector<absl::StatusOr<std::vector<Tensor>>> execute_batches_parallel(
+    const std::vector<VariableClient*>& clients, std::vector<ExecuteBatch> batches,
+    absl::Time deadline) {
+  // Inside a scheduled closure, an update gets one key for all its tasks
+  // (each ps dedups its own share), so a retried closure's updates apply
+  // once. Reads consume no key.
+  const bool updates = std::any_of(batches.begin(), batches.end(), [](const ExecuteBatch& b) {
+    return std::any_of(b.ops.begin(), b.ops.end(),
+                       [](const VariableOpArgs& op) { return is_mutating(op.kind); });
+  });
+  if (updates) {
+    if (std::optional<UpdateKey> key = next_update_key()) {
+      for (ExecuteBatch& b : batches) {
+        if (!b.update_key.has_value()) b.update_key = key;
+      }
+    }
+  }
+  std::vector<absl::StatusOr<std::vector<Tensor>>> results(batches.size(), std::vector<Tensor>());
+  std::vector<size_t> todo;
+  for (size_t i = 0; i < batches.size() && i < clients.size(); ++i) {
+    if (clients[i] != nullptr && !batches[i].ops.empty()) todo.push_back(i);
+  }
+  absl::BlockingCounter pending(static_cast<int>(todo.size()));
+  for (size_t i : todo) {
+    clients[i]->execute_batch_async(std::move(batches[i]), deadline,
+                                    [&results, &pending, i](absl::StatusOr<std::vector<Tensor>> r) {
+                                      results[i] = std::move(r);
+                                      pending.DecrementCount();
+                                    });
+  }
+  pending.Wait();
+  return results;
+}
+
+}  // namespace psflow

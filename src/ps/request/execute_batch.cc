@@ -1,0 +1,166 @@
+#include "ps/request/execute_batch.h"
+
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "psflow/status_macros.h"
+#include "tensor/codec.h"
+
+namespace psflow {
+namespace {
+
+using Op = v1::VariableOp;
+
+bool is_scatter(Op::Kind kind) {
+  switch (kind) {
+    case Op::SCATTER_UPDATE:
+    case Op::SCATTER_ADD:
+    case Op::SCATTER_SUB:
+    case Op::SCATTER_MUL:
+    case Op::SCATTER_DIV:
+    case Op::SCATTER_MIN:
+    case Op::SCATTER_MAX: return true;
+    default: return false;
+  }
+}
+
+}  // namespace
+
+bool op_needs_value(v1::VariableOp::Kind kind) {
+  return kind != Op::READ && kind != Op::GATHER && kind != Op::DELETE && kind != Op::SNAPSHOT;
+}
+
+bool op_needs_ids(v1::VariableOp::Kind kind) {
+  return kind == Op::GATHER || kind == Op::APPLY_SPARSE || is_scatter(kind);
+}
+
+absl::Status with_op_context(const absl::Status& s, size_t index, v1::VariableOp::Kind kind,
+                             const std::string& variable) {
+  if (s.ok()) return s;
+  return absl::Status(s.code(), absl::StrCat("op ", index, " (", Op::Kind_Name(kind), " '",
+                                             variable, "'): ", s.message()));
+}
+
+absl::StatusOr<OptimizerConfig> optimizer_from_proto(const v1::OptimizerProto& p) {
+  OptimizerConfig c;
+  PSFLOW_ASSIGN_OR_RETURN(c.kind, optimizer_kind_from_name(p.kind()));
+  c.momentum = p.momentum();
+  c.nesterov = p.nesterov();
+  c.initial_accumulator_value = p.initial_accumulator_value();
+  c.epsilon = p.epsilon();
+  c.beta_1 = p.beta_1();
+  c.beta_2 = p.beta_2();
+  c.learning_rate_power = p.learning_rate_power();
+  c.l1_regularization_strength = p.l1_regularization_strength();
+  c.l2_regularization_strength = p.l2_regularization_strength();
+  c.beta = p.beta();
+  PSFLOW_RETURN_IF_ERROR(validate_optimizer(c));
+  return c;
+}
+
+void optimizer_to_proto(const OptimizerConfig& c, v1::OptimizerProto* p) {
+  p->set_kind(std::string(optimizer_name(c.kind)));
+  p->set_momentum(c.momentum);
+  p->set_nesterov(c.nesterov);
+  p->set_initial_accumulator_value(c.initial_accumulator_value);
+  p->set_epsilon(c.epsilon);
+  p->set_beta_1(c.beta_1);
+  p->set_beta_2(c.beta_2);
+  p->set_learning_rate_power(c.learning_rate_power);
+  p->set_l1_regularization_strength(c.l1_regularization_strength);
+  p->set_l2_regularization_strength(c.l2_regularization_strength);
+  p->set_beta(c.beta);
+}
+
+absl::StatusOr<ExecuteBatch> batch_from_proto(v1::ExecuteRequest& request) {
+  ExecuteBatch batch;
+  if (request.has_update_key()) {
+    batch.update_key = UpdateKey{request.update_key().session(), request.update_key().closure_id(),
+                                 request.update_key().sequence()};
+  }
+  batch.optimizers.reserve(static_cast<size_t>(request.optimizers_size()));
+  for (int i = 0; i < request.optimizers_size(); ++i) {
+    absl::StatusOr<OptimizerConfig> config = optimizer_from_proto(request.optimizers(i));
+    if (!config.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("optimizer ", i, ": ", config.status().message()));
+    }
+    batch.optimizers.push_back(*config);
+  }
+  batch.ops.resize(static_cast<size_t>(request.ops_size()));
+  for (int i = 0; i < request.ops_size(); ++i) {
+    Op& op = *request.mutable_ops(i);
+    VariableOpArgs& args = batch.ops[static_cast<size_t>(i)];
+    args.kind = op.kind();
+    args.optimizer = op.optimizer();
+    args.learning_rate = op.learning_rate();
+    // Unknown kinds are left for execute_variable_ops to name.
+    if (Op::Kind_IsValid(op.kind())) {
+      if (op_needs_value(op.kind())) {
+        absl::StatusOr<Tensor> value = tensor_from_proto(op.mutable_value());
+        if (!value.ok()) {
+          return with_op_context(value.status(), static_cast<size_t>(i), op.kind(), op.variable());
+        }
+        args.value = *std::move(value);
+      }
+      if (op_needs_ids(op.kind())) {
+        absl::StatusOr<Tensor> ids = tensor_from_proto(op.mutable_ids());
+        if (!ids.ok()) {
+          return with_op_context(ids.status(), static_cast<size_t>(i), op.kind(), op.variable());
+        }
+        args.ids = *std::move(ids);
+      }
+      if (op.kind() == Op::RESTORE) {
+        args.optimizer_name = std::move(*op.mutable_optimizer_name());
+        args.optimizer_steps = op.optimizer_steps();
+        args.slot_names.assign(op.slot_names().begin(), op.slot_names().end());
+        for (int j = 0; j < op.slots_size(); ++j) {
+          absl::StatusOr<Tensor> slot = tensor_from_proto(op.mutable_slots(j));
+          if (!slot.ok()) {
+            return with_op_context(
+                absl::Status(slot.status().code(),
+                             absl::StrCat("slot ", j, ": ", slot.status().message())),
+                static_cast<size_t>(i), op.kind(), op.variable());
+          }
+          args.slots.push_back(*std::move(slot));
+        }
+      }
+    }
+    args.variable = std::move(*op.mutable_variable());
+  }
+  return batch;
+}
+
+void batch_to_proto(const ExecuteBatch& batch, v1::ExecuteRequest* request) {
+  request->Clear();
+  if (batch.update_key.has_value()) {
+    v1::UpdateKey* key = request->mutable_update_key();
+    key->set_session(batch.update_key->session);
+    key->set_closure_id(batch.update_key->closure_id);
+    key->set_sequence(batch.update_key->sequence);
+  }
+  for (const OptimizerConfig& config : batch.optimizers) {
+    optimizer_to_proto(config, request->add_optimizers());
+  }
+  for (const VariableOpArgs& args : batch.ops) {
+    Op* op = request->add_ops();
+    op->set_kind(args.kind);
+    op->set_variable(args.variable);
+    if (args.value.valid()) tensor_to_proto(args.value, op->mutable_value());
+    if (args.ids.valid()) tensor_to_proto(args.ids, op->mutable_ids());
+    op->set_optimizer(args.optimizer);
+    op->set_learning_rate(args.learning_rate);
+    op->set_optimizer_name(args.optimizer_name);
+    op->set_optimizer_steps(args.optimizer_steps);
+    for (const std::string& name : args.slot_names) op->add_slot_names(name);
+    for (const Tensor& slot : args.slots) tensor_to_proto(slot, op->add_slots());
+  }
+}
+
+bool is_mutating(v1::VariableOp::Kind kind) {
+  return kind != v1::VariableOp::READ && kind != v1::VariableOp::GATHER &&
+         kind != v1::VariableOp::SNAPSHOT;
+}
+
+}  // namespace psflow

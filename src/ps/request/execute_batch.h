@@ -1,0 +1,75 @@
+// The request types of the VariableService in native form: one batch of
+// variable ops with decoded tensors, its conversions to and from the wire
+// form, and what each op kind carries. Shared by the ps clients and the ps
+// server; nothing here touches stored state.
+#ifndef PSFLOW_PS_REQUEST_EXECUTE_BATCH_H_
+#define PSFLOW_PS_REQUEST_EXECUTE_BATCH_H_
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "optimizer/optimizer.h"
+#include "ps/request/update_key.h"
+#include "psflow/tensor.h"
+#include "psflow/v1/variable.pb.h"
+
+namespace psflow {
+
+// One op of a batch with its tensors decoded: the native form of
+// v1::VariableOp. An absent value or ids is an invalid (default) Tensor.
+struct VariableOpArgs {
+  v1::VariableOp::Kind kind = v1::VariableOp::READ;
+  std::string variable;
+  Tensor value;
+  Tensor ids;
+  // Index into ExecuteBatch::optimizers, for APPLY_*.
+  int32_t optimizer = 0;
+  double learning_rate = 0;
+  // RESTORE: the optimizer state installed with `value`; slots[i] is the
+  // slot named slot_names[i].
+  std::string optimizer_name;
+  int64_t optimizer_steps = 0;
+  std::vector<std::string> slot_names;
+  std::vector<Tensor> slots;
+};
+
+// The native form of v1::ExecuteRequest. Its tensors are shared, never
+// copied, on the way to the ps: building one costs no payload copy, and the
+// gRPC client sends the tensors' bytes straight from their buffers (so they
+// must not be written to until the call completes).
+struct ExecuteBatch {
+  std::vector<VariableOpArgs> ops;
+  std::vector<OptimizerConfig> optimizers;
+  std::optional<UpdateKey> update_key;
+};
+
+// Whether `kind` changes stored state (everything but READ, GATHER and
+// SNAPSHOT).
+[[nodiscard]] bool is_mutating(v1::VariableOp::Kind kind);
+
+// Whether an op of `kind` carries a value tensor, and whether it carries
+// row ids.
+[[nodiscard]] bool op_needs_value(v1::VariableOp::Kind kind);
+[[nodiscard]] bool op_needs_ids(v1::VariableOp::Kind kind);
+
+// `s` prefixed with the op it is about: "op 3 (ASSIGN 'w'): ...". OK stays OK.
+[[nodiscard]] absl::Status with_op_context(const absl::Status& s, size_t index,
+                                           v1::VariableOp::Kind kind, const std::string& variable);
+
+// v1::ExecuteRequest -> ExecuteBatch, moving payloads out of `request`.
+// Decodes the tensors each op kind uses (others are ignored) and converts
+// the optimizers; INVALID_ARGUMENT names the bad op or optimizer.
+[[nodiscard]] absl::StatusOr<ExecuteBatch> batch_from_proto(v1::ExecuteRequest& request);
+// ExecuteBatch -> v1::ExecuteRequest (copies the payloads once).
+void batch_to_proto(const ExecuteBatch& batch, v1::ExecuteRequest* request);
+
+// Conversions between OptimizerConfig and its wire form.
+[[nodiscard]] absl::StatusOr<OptimizerConfig> optimizer_from_proto(const v1::OptimizerProto& proto);
+void optimizer_to_proto(const OptimizerConfig& config, v1::OptimizerProto* proto);
+
+}  // namespace psflow
+
+#endif  // PSFLOW_PS_REQUEST_EXECUTE_BATCH_H_

@@ -1,0 +1,458 @@
+#include "ps/request/grpc_execute_codec.h"
+
+#include <grpcpp/support/proto_buffer_reader.h>
+
+#include <bit>
+#include <cstring>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "base/strings.h"
+#include "psflow/status_macros.h"
+#include "rpc/byte_buffer_writer.h"
+#include "rpc/tensor_stream.h"
+#include "rpc/wire_stream.h"
+#include "tensor/codec_internal.h"
+#include "tensor/wire.h"
+
+namespace psflow {
+namespace {
+
+using internal::WireType;
+
+// Field numbers of proto/psflow/v1/variable.proto.
+constexpr uint32_t kRequestOps = 1;
+constexpr uint32_t kRequestOptimizers = 2;
+constexpr uint32_t kRequestUpdateKey = 3;
+constexpr uint32_t kOpKind = 1;
+constexpr uint32_t kOpVariable = 2;
+constexpr uint32_t kOpValue = 3;
+constexpr uint32_t kOpIds = 4;
+constexpr uint32_t kOpOptimizer = 5;
+constexpr uint32_t kOpLearningRate = 6;
+constexpr uint32_t kOpOptimizerName = 7;
+constexpr uint32_t kOpOptimizerSteps = 8;
+constexpr uint32_t kOpSlotNames = 9;
+constexpr uint32_t kOpSlots = 10;
+// Optimizers keep at most 2 slots; more is malformed, and bounding them
+// keeps a hostile request from making millions of tiny entries.
+constexpr size_t kMaxSlotsPerOp = 16;
+constexpr uint32_t kResponseResults = 1;
+constexpr uint32_t kOptimizerKind = 1;
+constexpr uint32_t kOptimizerMomentum = 2;
+constexpr uint32_t kOptimizerNesterov = 3;
+constexpr uint32_t kOptimizerBeta = 11;
+
+// int32 and enum fields: negative values are sign-extended to 10 bytes.
+uint64_t int32_varint(int32_t v) { return static_cast<uint64_t>(static_cast<int64_t>(v)); }
+
+size_t op_body_size(const VariableOpArgs& op, size_t value_size, size_t ids_size,
+                    const std::vector<size_t>& slot_sizes) {
+  size_t size = 0;
+  if (op.kind != 0) {
+    size += internal::tag_size(kOpKind) + internal::varint_size(int32_varint(op.kind));
+  }
+  if (!op.variable.empty()) {
+    size += internal::length_delimited_size(kOpVariable, op.variable.size());
+  }
+  if (op.value.valid()) size += internal::length_delimited_size(kOpValue, value_size);
+  if (op.ids.valid()) size += internal::length_delimited_size(kOpIds, ids_size);
+  if (op.optimizer != 0) {
+    size += internal::tag_size(kOpOptimizer) + internal::varint_size(int32_varint(op.optimizer));
+  }
+  if (std::bit_cast<uint64_t>(op.learning_rate) != 0) {
+    size += internal::tag_size(kOpLearningRate) + 8;
+  }
+  if (!op.optimizer_name.empty()) {
+    size += internal::length_delimited_size(kOpOptimizerName, op.optimizer_name.size());
+  }
+  if (op.optimizer_steps != 0) {
+    size += internal::tag_size(kOpOptimizerSteps) +
+            internal::varint_size(static_cast<uint64_t>(op.optimizer_steps));
+  }
+  for (const std::string& name : op.slot_names) {
+    size += internal::length_delimited_size(kOpSlotNames, name.size());
+  }
+  for (size_t slot_size : slot_sizes) {
+    size += internal::length_delimited_size(kOpSlots, slot_size);
+  }
+  return size;
+}
+
+void write_op(const VariableOpArgs& op, ByteBufferWriter& out) {
+  const size_t value_size = op.value.valid() ? encoded_size(op.value) : 0;
+  const size_t ids_size = op.ids.valid() ? encoded_size(op.ids) : 0;
+  std::vector<size_t> slot_sizes;
+  slot_sizes.reserve(op.slots.size());
+  for (const Tensor& slot : op.slots) slot_sizes.push_back(encoded_size(slot));
+  std::string* bytes = out.bytes();
+  internal::put_tag(bytes, kRequestOps, WireType::kLengthDelimited);
+  internal::put_varint(bytes, op_body_size(op, value_size, ids_size, slot_sizes));
+  if (op.kind != 0) {
+    internal::put_tag(bytes, kOpKind, WireType::kVarint);
+    internal::put_varint(bytes, int32_varint(op.kind));
+  }
+  if (!op.variable.empty()) {
+    internal::put_tag(bytes, kOpVariable, WireType::kLengthDelimited);
+    internal::put_varint(bytes, op.variable.size());
+    bytes->append(op.variable);
+  }
+  if (op.value.valid()) {
+    internal::put_tag(bytes, kOpValue, WireType::kLengthDelimited);
+    internal::put_varint(bytes, value_size);
+    write_tensor_proto(op.value, out);
+  }
+  if (op.ids.valid()) {
+    internal::put_tag(bytes, kOpIds, WireType::kLengthDelimited);
+    internal::put_varint(bytes, ids_size);
+    write_tensor_proto(op.ids, out);
+  }
+  if (op.optimizer != 0) {
+    internal::put_tag(bytes, kOpOptimizer, WireType::kVarint);
+    internal::put_varint(bytes, int32_varint(op.optimizer));
+  }
+  if (std::bit_cast<uint64_t>(op.learning_rate) != 0) {
+    internal::put_tag(bytes, kOpLearningRate, WireType::kFixed64);
+    internal::put_fixed64(bytes, std::bit_cast<uint64_t>(op.learning_rate));
+  }
+  if (!op.optimizer_name.empty()) {
+    internal::put_tag(bytes, kOpOptimizerName, WireType::kLengthDelimited);
+    internal::put_varint(bytes, op.optimizer_name.size());
+    bytes->append(op.optimizer_name);
+  }
+  if (op.optimizer_steps != 0) {
+    internal::put_tag(bytes, kOpOptimizerSteps, WireType::kVarint);
+    internal::put_varint(bytes, static_cast<uint64_t>(op.optimizer_steps));
+  }
+  for (const std::string& name : op.slot_names) {
+    internal::put_tag(bytes, kOpSlotNames, WireType::kLengthDelimited);
+    internal::put_varint(bytes, name.size());
+    bytes->append(name);
+  }
+  for (size_t i = 0; i < op.slots.size(); ++i) {
+    internal::put_tag(bytes, kOpSlots, WireType::kLengthDelimited);
+    internal::put_varint(bytes, slot_sizes[i]);
+    write_tensor_proto(op.slots[i], out);
+  }
+}
+
+absl::Status check_size(size_t size, const CodecLimits& limits, std::string_view message) {
+  if (size > limits.max_message_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat(av(message), " is ", size,
+                                                   " bytes, more than max_message_bytes ",
+                                                   limits.max_message_bytes));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status with_prefix(const absl::Status& s, std::string_view prefix) {
+  if (s.ok()) return s;
+  return absl::Status(s.code(), absl::StrCat(av(prefix), ": ", s.message()));
+}
+
+// Parses one VariableOp occurrence into `op`.
+absl::Status read_op(WireStream& stream, const WireStream::Field& message,
+                     const CodecLimits& limits, VariableOpArgs* op) {
+  TensorProtoReader value(limits);
+  TensorProtoReader ids(limits);
+  const auto outer = stream.enter(message);
+  WireStream::Field field;
+  while (!stream.at_end()) {
+    PSFLOW_RETURN_IF_ERROR(stream.next(&field));
+    switch (field.number) {
+      case kOpKind:
+        if (field.wire_type != WireType::kVarint) {
+          return stream.wrong_type(field, "VariableOp.kind", WireType::kVarint);
+        }
+        op->kind = static_cast<v1::VariableOp::Kind>(static_cast<int32_t>(field.value));
+        break;
+      case kOpVariable:
+        if (field.wire_type != WireType::kLengthDelimited) {
+          return stream.wrong_type(field, "VariableOp.variable", WireType::kLengthDelimited);
+        }
+        PSFLOW_RETURN_IF_ERROR(stream.read_bytes(field, &op->variable));
+        break;
+      case kOpValue:
+      case kOpIds:
+        if (field.wire_type != WireType::kLengthDelimited) {
+          return stream.wrong_type(field,
+                                   field.number == kOpValue ? "VariableOp.value" : "VariableOp.ids",
+                                   WireType::kLengthDelimited);
+        }
+        PSFLOW_RETURN_IF_ERROR((field.number == kOpValue ? value : ids).merge(stream, field));
+        break;
+      case kOpOptimizer:
+        if (field.wire_type != WireType::kVarint) {
+          return stream.wrong_type(field, "VariableOp.optimizer", WireType::kVarint);
+        }
+        op->optimizer = static_cast<int32_t>(field.value);
+        break;
+      case kOpLearningRate:
+        if (field.wire_type != WireType::kFixed64) {
+          return stream.wrong_type(field, "VariableOp.learning_rate", WireType::kFixed64);
+        }
+        op->learning_rate = std::bit_cast<double>(field.value);
+        break;
+      case kOpOptimizerName:
+        if (field.wire_type != WireType::kLengthDelimited) {
+          return stream.wrong_type(field, "VariableOp.optimizer_name", WireType::kLengthDelimited);
+        }
+        PSFLOW_RETURN_IF_ERROR(stream.read_bytes(field, &op->optimizer_name));
+        break;
+      case kOpOptimizerSteps:
+        if (field.wire_type != WireType::kVarint) {
+          return stream.wrong_type(field, "VariableOp.optimizer_steps", WireType::kVarint);
+        }
+        op->optimizer_steps = static_cast<int64_t>(field.value);
+        break;
+      case kOpSlotNames:
+        if (field.wire_type != WireType::kLengthDelimited) {
+          return stream.wrong_type(field, "VariableOp.slot_names", WireType::kLengthDelimited);
+        }
+        if (op->slot_names.size() >= kMaxSlotsPerOp) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("more than ", kMaxSlotsPerOp, " slot names in one op"));
+        }
+        PSFLOW_RETURN_IF_ERROR(stream.read_bytes(field, &op->slot_names.emplace_back()));
+        break;
+      case kOpSlots: {
+        if (field.wire_type != WireType::kLengthDelimited) {
+          return stream.wrong_type(field, "VariableOp.slots", WireType::kLengthDelimited);
+        }
+        if (op->slots.size() >= kMaxSlotsPerOp) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("more than ", kMaxSlotsPerOp, " slot tensors in one op"));
+        }
+        // Each occurrence of a repeated message field is its own tensor.
+        TensorProtoReader slot(limits);
+        PSFLOW_RETURN_IF_ERROR(slot.merge(stream, field));
+        absl::StatusOr<Tensor> t = slot.finish();
+        if (!t.ok()) return with_prefix(t.status(), absl::StrCat("slot ", op->slots.size()));
+        op->slots.push_back(*std::move(t));
+        break;
+      }
+      default: PSFLOW_RETURN_IF_ERROR(stream.skip_unknown(field)); break;
+    }
+  }
+  stream.leave(outer);
+  // proto3 `string` fields must be UTF-8; every protobuf parser rejects
+  // names that are not, so this one does too.
+  if (!internal::validate_key(op->variable).ok()) {
+    return absl::InvalidArgumentError("variable name is not valid UTF-8");
+  }
+  if (!internal::validate_key(op->optimizer_name).ok()) {
+    return absl::InvalidArgumentError("optimizer name is not valid UTF-8");
+  }
+  for (const std::string& name : op->slot_names) {
+    if (!internal::validate_key(name).ok()) {
+      return absl::InvalidArgumentError("a slot name is not valid UTF-8");
+    }
+  }
+  if (value.present()) {
+    absl::StatusOr<Tensor> t = value.finish();
+    if (!t.ok()) return with_prefix(t.status(), "value");
+    op->value = *std::move(t);
+  }
+  if (ids.present()) {
+    absl::StatusOr<Tensor> t = ids.finish();
+    if (!t.ok()) return with_prefix(t.status(), "ids");
+    op->ids = *std::move(t);
+  }
+  return absl::OkStatus();
+}
+
+// OptimizerProto's double fields by number (all but 1 kind and 3 nesterov).
+void set_hyper_parameter(uint32_t number, double v, v1::OptimizerProto* out) {
+  switch (number) {
+    case 2: out->set_momentum(v); break;
+    case 4: out->set_initial_accumulator_value(v); break;
+    case 5: out->set_epsilon(v); break;
+    case 6: out->set_beta_1(v); break;
+    case 7: out->set_beta_2(v); break;
+    case 8: out->set_learning_rate_power(v); break;
+    case 9: out->set_l1_regularization_strength(v); break;
+    case 10: out->set_l2_regularization_strength(v); break;
+    case 11: out->set_beta(v); break;
+    default: break;
+  }
+}
+
+// Parses one OptimizerProto field by hand: the generated parser would log
+// to stderr for every invalid UTF-8 `kind` a hostile client sends.
+absl::Status read_optimizer(WireStream& stream, const WireStream::Field& message,
+                            v1::OptimizerProto* out) {
+  const auto outer = stream.enter(message);
+  WireStream::Field field;
+  while (!stream.at_end()) {
+    PSFLOW_RETURN_IF_ERROR(stream.next(&field));
+    if (field.number == kOptimizerKind) {
+      if (field.wire_type != WireType::kLengthDelimited) {
+        return stream.wrong_type(field, "OptimizerProto.kind", WireType::kLengthDelimited);
+      }
+      PSFLOW_RETURN_IF_ERROR(stream.read_bytes(field, out->mutable_kind()));
+      if (!internal::validate_key(out->kind()).ok()) {
+        return absl::InvalidArgumentError("optimizer kind is not valid UTF-8");
+      }
+    } else if (field.number == kOptimizerNesterov) {
+      if (field.wire_type != WireType::kVarint) {
+        return stream.wrong_type(field, "OptimizerProto.nesterov", WireType::kVarint);
+      }
+      out->set_nesterov(field.value != 0);
+    } else if (field.number >= kOptimizerMomentum && field.number <= kOptimizerBeta) {
+      if (field.wire_type != WireType::kFixed64) {
+        return stream.wrong_type(field, "an OptimizerProto hyper-parameter", WireType::kFixed64);
+      }
+      set_hyper_parameter(field.number, std::bit_cast<double>(field.value), out);
+    } else {
+      PSFLOW_RETURN_IF_ERROR(stream.skip_unknown(field));
+    }
+  }
+  stream.leave(outer);
+  return absl::OkStatus();
+}
+
+// A ByteBuffer as a protobuf input stream (the buffer is copied by
+// reference: its slices are shared, not their bytes).
+class ByteBufferInput {
+ public:
+  explicit ByteBufferInput(const grpc::ByteBuffer& bytes)
+      : buffer_(bytes), reader_(&buffer_), in_(&reader_) {}
+  google::protobuf::io::CodedInputStream* stream() { return &in_; }
+
+ private:
+  grpc::ByteBuffer buffer_;
+  grpc::ProtoBufferReader reader_;
+  google::protobuf::io::CodedInputStream in_;
+};
+
+}  // namespace
+
+grpc::ByteBuffer encode_execute_request(const ExecuteBatch& batch) {
+  ByteBufferWriter out;
+  for (const VariableOpArgs& op : batch.ops) write_op(op, out);
+  std::string* bytes = out.bytes();
+  for (const OptimizerConfig& config : batch.optimizers) {
+    v1::OptimizerProto proto;
+    optimizer_to_proto(config, &proto);
+    internal::put_tag(bytes, kRequestOptimizers, WireType::kLengthDelimited);
+    internal::put_varint(bytes, proto.ByteSizeLong());
+    proto.AppendToString(bytes);
+  }
+  if (batch.update_key.has_value()) {
+    v1::UpdateKey key;
+    key.set_session(batch.update_key->session);
+    key.set_closure_id(batch.update_key->closure_id);
+    key.set_sequence(batch.update_key->sequence);
+    internal::put_tag(bytes, kRequestUpdateKey, WireType::kLengthDelimited);
+    internal::put_varint(bytes, key.ByteSizeLong());
+    key.AppendToString(bytes);
+  }
+  return out.finish();
+}
+
+absl::StatusOr<ExecuteBatch> decode_execute_request(const grpc::ByteBuffer& bytes,
+                                                    const CodecLimits& limits) {
+  const size_t size = bytes.Length();
+  PSFLOW_RETURN_IF_ERROR(check_size(size, limits, "ExecuteRequest"));
+  ExecuteBatch batch;
+  if (size == 0) return batch;
+  ByteBufferInput input(bytes);
+  WireStream stream(input.stream(), size, "ExecuteRequest");
+  WireStream::Field field;
+  while (!stream.at_end()) {
+    PSFLOW_RETURN_IF_ERROR(stream.next(&field));
+    if (field.number == kRequestOps) {
+      if (field.wire_type != WireType::kLengthDelimited) {
+        return stream.wrong_type(field, "ExecuteRequest.ops", WireType::kLengthDelimited);
+      }
+      const size_t index = batch.ops.size();
+      if (index >= kMaxOpsPerRequest) {
+        return absl::InvalidArgumentError(absl::StrCat("the ExecuteRequest holds more than ",
+                                                       kMaxOpsPerRequest,
+                                                       " ops; split it into several requests"));
+      }
+      PSFLOW_RETURN_IF_ERROR(with_prefix(read_op(stream, field, limits, &batch.ops.emplace_back()),
+                                         absl::StrCat("op ", index)));
+    } else if (field.number == kRequestOptimizers) {
+      if (field.wire_type != WireType::kLengthDelimited) {
+        return stream.wrong_type(field, "ExecuteRequest.optimizers", WireType::kLengthDelimited);
+      }
+      const size_t index = batch.optimizers.size();
+      if (index >= kMaxOpsPerRequest) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("the ExecuteRequest holds more than ", kMaxOpsPerRequest, " optimizers"));
+      }
+      v1::OptimizerProto proto;
+      PSFLOW_RETURN_IF_ERROR(
+          with_prefix(read_optimizer(stream, field, &proto), absl::StrCat("optimizer ", index)));
+      absl::StatusOr<OptimizerConfig> config = optimizer_from_proto(proto);
+      if (!config.ok()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("optimizer ", index, ": ", config.status().message()));
+      }
+      batch.optimizers.push_back(*config);
+    } else if (field.number == kRequestUpdateKey) {
+      if (field.wire_type != WireType::kLengthDelimited) {
+        return stream.wrong_type(field, "ExecuteRequest.update_key", WireType::kLengthDelimited);
+      }
+      std::string bytes;
+      PSFLOW_RETURN_IF_ERROR(stream.read_bytes(field, &bytes));
+      v1::UpdateKey key;
+      if (bytes.size() > 64 || !key.ParseFromString(bytes)) {
+        return absl::InvalidArgumentError("ExecuteRequest.update_key is malformed");
+      }
+      batch.update_key = UpdateKey{key.session(), key.closure_id(), key.sequence()};
+    } else {
+      PSFLOW_RETURN_IF_ERROR(stream.skip_unknown(field));
+    }
+  }
+  return batch;
+}
+
+size_t execute_response_size(const std::vector<Tensor>& results) {
+  size_t size = 0;
+  for (const Tensor& t : results) {
+    size += internal::length_delimited_size(kResponseResults, encoded_size(t));
+  }
+  return size;
+}
+
+grpc::ByteBuffer encode_execute_response(const std::vector<Tensor>& results) {
+  ByteBufferWriter out;
+  for (const Tensor& t : results) {
+    std::string* bytes = out.bytes();
+    internal::put_tag(bytes, kResponseResults, WireType::kLengthDelimited);
+    internal::put_varint(bytes, encoded_size(t));
+    write_tensor_proto(t, out);
+  }
+  return out.finish();
+}
+
+absl::StatusOr<std::vector<Tensor>> decode_execute_response(const grpc::ByteBuffer& bytes,
+                                                            const CodecLimits& limits) {
+  const size_t size = bytes.Length();
+  PSFLOW_RETURN_IF_ERROR(check_size(size, limits, "ExecuteResponse"));
+  std::vector<Tensor> results;
+  if (size == 0) return results;
+  ByteBufferInput input(bytes);
+  WireStream stream(input.stream(), size, "ExecuteResponse");
+  WireStream::Field field;
+  while (!stream.at_end()) {
+    PSFLOW_RETURN_IF_ERROR(stream.next(&field));
+    if (field.number != kResponseResults) {
+      PSFLOW_RETURN_IF_ERROR(stream.skip_unknown(field));
+      continue;
+    }
+    if (field.wire_type != WireType::kLengthDelimited) {
+      return stream.wrong_type(field, "ExecuteResponse.results", WireType::kLengthDelimited);
+    }
+    TensorProtoReader reader(limits);
+    PSFLOW_RETURN_IF_ERROR(reader.merge(stream, field));
+    absl::StatusOr<Tensor> t = reader.finish();
+    if (!t.ok()) return with_prefix(t.status(), absl::StrCat("result ", results.size()));
+    results.push_back(*std::move(t));
+  }
+  return results;
+}
+
+}  // namespace psflow

@@ -1,0 +1,51 @@
+// ExecuteRequest / ExecuteResponse (proto/psflow/v1/variable.proto) written
+// and read straight between gRPC byte buffers and native batches.
+//
+// The bytes are the protobuf wire format of those messages, so any protobuf
+// implementation can produce and parse them; only the C++ path is special:
+// tensor payloads are sent from the tensors' own buffers (zero copy; see
+// ByteBufferWriter) and received with one copy, straight from gRPC's slices
+// into one aligned buffer per tensor. The generated classes would copy a
+// payload twice on each side (tensor -> proto string -> serialized bytes),
+// and their handling of large bytes fields is slow.
+#ifndef PSFLOW_PS_REQUEST_GRPC_EXECUTE_CODEC_H_
+#define PSFLOW_PS_REQUEST_GRPC_EXECUTE_CODEC_H_
+
+#include <grpcpp/support/byte_buffer.h>
+
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "ps/request/execute_batch.h"
+#include "psflow/tensor.h"
+#include "tensor/codec.h"
+
+namespace psflow {
+
+// Most ops (and most optimizers) one ExecuteRequest may hold: each costs
+// the ps a few hundred bytes of bookkeeping however small it is on the wire,
+// so a request of empty ops must not turn 20 MB into gigabytes. A step of
+// the largest models touches far fewer variables per ps task.
+inline constexpr size_t kMaxOpsPerRequest = size_t{1} << 16;
+
+// The serialized ExecuteRequest. The buffer shares the batch's large
+// tensors: they must not be written to while it (or a call sending it)
+// lives.
+[[nodiscard]] grpc::ByteBuffer encode_execute_request(const ExecuteBatch& batch);
+// Parses an ExecuteRequest, treating the bytes as hostile: INVALID_ARGUMENT
+// names what is malformed (and the op or optimizer index), bounded by
+// `limits`. Optimizers are converted and validated. Op kinds and tensors
+// are not checked against variables here (execute_variable_ops does that).
+[[nodiscard]] absl::StatusOr<ExecuteBatch> decode_execute_request(const grpc::ByteBuffer& bytes,
+                                                                  const CodecLimits& limits = {});
+
+// Size of the serialized ExecuteResponse holding `results`.
+[[nodiscard]] size_t execute_response_size(const std::vector<Tensor>& results);
+// The serialized ExecuteResponse; shares the results' large buffers.
+[[nodiscard]] grpc::ByteBuffer encode_execute_response(const std::vector<Tensor>& results);
+[[nodiscard]] absl::StatusOr<std::vector<Tensor>> decode_execute_response(
+    const grpc::ByteBuffer& bytes, const CodecLimits& limits = {});
+
+}  // namespace psflow
+
+#endif  // PSFLOW_PS_REQUEST_GRPC_EXECUTE_CODEC_H_

@@ -1,0 +1,255 @@
+#include "ps/server/execute.h"
+
+#include <algorithm>
+#include <optional>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "base/strings.h"
+#include "optimizer/optimizer_kernels.h"
+#include "ps/request/snapshot_results.h"
+#include "psflow/status_macros.h"
+#include "tensor/codec.h"
+
+namespace psflow {
+namespace {
+
+using Op = v1::VariableOp;
+
+// One op after validation, ready to run.
+struct PreparedOp {
+  VariableOpArgs* args = nullptr;
+  std::shared_ptr<VariableShard> shard;  // null for CREATE* and DELETE
+  const OptimizerConfig* optimizer = nullptr;
+  // APPLY_SPARSE: the gradient, checked and summed by prepare().
+  std::optional<PreparedSparseGradient> sparse;
+};
+
+std::optional<ScatterOp> scatter_op(Op::Kind kind) {
+  switch (kind) {
+    case Op::SCATTER_UPDATE: return ScatterOp::kUpdate;
+    case Op::SCATTER_ADD: return ScatterOp::kAdd;
+    case Op::SCATTER_SUB: return ScatterOp::kSub;
+    case Op::SCATTER_MUL: return ScatterOp::kMul;
+    case Op::SCATTER_DIV: return ScatterOp::kDiv;
+    case Op::SCATTER_MIN: return ScatterOp::kMin;
+    case Op::SCATTER_MAX: return ScatterOp::kMax;
+    default: return std::nullopt;
+  }
+}
+
+// How errors say what the value of an arithmetic update holds; null for ops
+// whose value is stored outright (NonFinitePolicy leaves those alone).
+const char* update_value_holds(Op::Kind kind) {
+  switch (kind) {
+    case Op::ASSIGN_ADD:
+    case Op::ASSIGN_SUB: return "the delta holds ";
+    case Op::APPLY_DENSE:
+    case Op::APPLY_SPARSE: return "the gradient holds ";
+    case Op::SCATTER_ADD:
+    case Op::SCATTER_SUB:
+    case Op::SCATTER_MUL:
+    case Op::SCATTER_DIV:
+    case Op::SCATTER_MIN:
+    case Op::SCATTER_MAX: return "the updates hold ";
+    default: return nullptr;
+  }
+}
+
+// NonFinitePolicy::kReject for one op, after prepare() checked its dtype.
+absl::Status check_finite_update(const VariableOpArgs& op) {
+  const char* holds = update_value_holds(op.kind);
+  if (holds == nullptr || !op.value.valid()) return absl::OkStatus();
+  const int64_t n = op.value.num_elements();
+  int64_t at = -1;
+  double bad = 0;
+  if (op.value.dtype() == DType::kFloat32) {
+    at = internal::first_non_finite(op.value.flat<float>().data(), n);
+    if (at >= 0) bad = op.value.flat<float>()[static_cast<size_t>(at)];
+  } else if (op.value.dtype() == DType::kFloat64) {
+    at = internal::first_non_finite(op.value.flat<double>().data(), n);
+    if (at >= 0) bad = op.value.flat<double>()[static_cast<size_t>(at)];
+  }
+  if (at < 0) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      holds, bad, " at element ", at, " of ", n,
+      "; this ps rejects non-finite updates (NonFinitePolicy::kReject), so nothing in the "
+      "request was applied: find the step that produced it, or start the ps with "
+      "--non-finite-updates=allow to apply such updates as TensorFlow does"));
+}
+
+absl::Status prepare(VariableStore& store, VariableOpArgs& op,
+                     const std::vector<OptimizerConfig>& optimizers, PreparedOp* out) {
+  out->args = &op;
+  if (!Op::Kind_IsValid(op.kind)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown variable op kind ", static_cast<int>(op.kind),
+                     "; this ps knows kinds 0 to ", static_cast<int>(Op::Kind_MAX)));
+  }
+  if (op_needs_value(op.kind) && !op.value.valid()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(Op::Kind_Name(op.kind), " needs a value tensor; set the op's value"));
+  }
+  if (op_needs_ids(op.kind) && !op.ids.valid()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(Op::Kind_Name(op.kind), " needs row ids; set the op's ids"));
+  }
+  if (op.kind == Op::APPLY_DENSE || op.kind == Op::APPLY_SPARSE) {
+    if (op.optimizer < 0 || op.optimizer >= static_cast<int>(optimizers.size())) {
+      return absl::InvalidArgumentError(absl::StrCat("optimizer index ", op.optimizer,
+                                                     " is out of range; the request carries ",
+                                                     optimizers.size(), " optimizers"));
+    }
+    out->optimizer = &optimizers[static_cast<size_t>(op.optimizer)];
+  }
+  if (op.kind == Op::CREATE || op.kind == Op::CREATE_IF_ABSENT) {
+    if (op.variable.empty()) {
+      return absl::InvalidArgumentError("CREATE needs a variable name");
+    }
+    // CREATE_IF_ABSENT of a variable stored with another dtype or shape
+    // fails: found here, before any op of the batch runs.
+    if (op.kind == Op::CREATE_IF_ABSENT) {
+      absl::StatusOr<std::shared_ptr<VariableShard>> existing = store.find(op.variable);
+      if (existing.ok()) {
+        return VariableStore::keep_conflict(**existing, op.value.dtype(), op.value.shape());
+      }
+    }
+    return absl::OkStatus();
+  }
+  if (op.kind == Op::DELETE) return absl::OkStatus();
+  if (op.kind == Op::RESTORE) {
+    // The variable may be absent (RESTORE creates it).
+    absl::StatusOr<std::shared_ptr<VariableShard>> existing = store.find(op.variable);
+    if (existing.ok()) out->shard = *std::move(existing);
+    PSFLOW_ASSIGN_OR_RETURN(VariableShard::Snapshot state, restore_state(op));
+    return VariableStore::validate_restore(op.variable, state, out->shard.get());
+  }
+  PSFLOW_ASSIGN_OR_RETURN(out->shard, store.find(op.variable));
+  const VariableShard& shard = *out->shard;
+  switch (op.kind) {
+    case Op::READ:
+    case Op::SNAPSHOT: return absl::OkStatus();
+    case Op::GATHER: return shard.validate_gather(op.ids).status();
+    case Op::ASSIGN: return shard.validate_assign(op.value);
+    case Op::ASSIGN_ADD:
+    case Op::ASSIGN_SUB: return shard.validate_arith(op.value);
+    case Op::APPLY_DENSE:
+      return shard.validate_apply_dense(*out->optimizer, op.learning_rate, op.value);
+    case Op::APPLY_SPARSE: {
+      PSFLOW_ASSIGN_OR_RETURN(
+          out->sparse,
+          shard.prepare_apply_sparse(*out->optimizer, op.learning_rate, op.ids, op.value));
+      return absl::OkStatus();
+    }
+    default: return shard.validate_scatter(*scatter_op(op.kind), op.ids, op.value).status();
+  }
+}
+
+absl::Status run(VariableStore& store, PreparedOp& prepared, std::vector<Tensor>* results) {
+  VariableOpArgs& op = *prepared.args;
+  VariableShard* shard = prepared.shard.get();
+  switch (op.kind) {
+    case Op::READ: results->push_back(shard->read_shared()); return absl::OkStatus();
+    case Op::GATHER: {
+      PSFLOW_ASSIGN_OR_RETURN(Tensor rows, shard->gather(op.ids));
+      results->push_back(std::move(rows));
+      return absl::OkStatus();
+    }
+    case Op::ASSIGN: return shard->assign(std::move(op.value));
+    case Op::ASSIGN_ADD: return shard->assign_add(op.value);
+    case Op::ASSIGN_SUB: return shard->assign_sub(op.value);
+    case Op::APPLY_DENSE:
+      return shard->apply_dense_gradient(*prepared.optimizer, op.learning_rate, op.value);
+    case Op::APPLY_SPARSE: return shard->apply_sparse_gradient(*prepared.sparse);
+    case Op::CREATE:
+    case Op::CREATE_IF_ABSENT:
+      return store
+          .create(op.variable, std::move(op.value),
+                  op.kind == Op::CREATE ? VariableStore::IfExists::kReplace
+                                        : VariableStore::IfExists::kKeep)
+          .status();
+    case Op::DELETE: store.erase(op.variable); return absl::OkStatus();
+    case Op::SNAPSHOT: append_snapshot_results(shard->snapshot(), results); return absl::OkStatus();
+    case Op::RESTORE: {
+      PSFLOW_ASSIGN_OR_RETURN(VariableShard::Snapshot state, restore_state(op));
+      // Only `state` holds the decoded tensors now, so the shard adopts them.
+      op.value = Tensor();
+      op.slots.clear();
+      return store.restore(op.variable, std::move(state)).status();
+    }
+    default: return shard->scatter(*scatter_op(op.kind), op.ids, op.value);
+  }
+}
+
+}  // namespace
+
+absl::Status execute_variable_ops(VariableStore& store, ExecuteBatch& batch,
+                                  std::vector<Tensor>* results) {
+  for (size_t i = 0; i < batch.optimizers.size(); ++i) {
+    absl::Status s = validate_optimizer(batch.optimizers[i]);
+    if (!s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("optimizer ", i, ": ", s.message()));
+    }
+  }
+  std::vector<PreparedOp> prepared(batch.ops.size());
+  // What earlier ops of this batch will do to a variable, which validation
+  // against the stored state cannot see: a second creation or restore of it
+  // (whose checks would pass against the state before the first) and
+  // updates by two optimizers (the first would create the slots the second
+  // then conflicts with). Refused here, so that nothing runs.
+  absl::flat_hash_set<std::string_view> created;
+  absl::flat_hash_map<std::string_view, OptimizerConfig::Kind> applied_by;
+  for (size_t i = 0; i < batch.ops.size(); ++i) {
+    VariableOpArgs& op = batch.ops[i];
+    PSFLOW_RETURN_IF_ERROR(with_op_context(prepare(store, op, batch.optimizers, &prepared[i]), i,
+                                           op.kind, op.variable));
+    absl::Status in_batch;
+    if (op.kind == Op::CREATE || op.kind == Op::CREATE_IF_ABSENT || op.kind == Op::RESTORE) {
+      if (!created.insert(op.variable).second) {
+        in_batch = absl::InvalidArgumentError(
+            "the batch creates or restores this variable twice; send one CREATE or RESTORE "
+            "per variable and batch");
+      }
+    } else if (prepared[i].optimizer != nullptr) {
+      const auto [it, first] = applied_by.try_emplace(op.variable, prepared[i].optimizer->kind);
+      if (!first && it->second != prepared[i].optimizer->kind) {
+        in_batch = absl::FailedPreconditionError(absl::StrCat(
+            "the batch updates this variable with two optimizers (", av(optimizer_name(it->second)),
+            " and ", av(optimizer_name(prepared[i].optimizer->kind)),
+            "); use one optimizer per variable"));
+      }
+    }
+    PSFLOW_RETURN_IF_ERROR(with_op_context(in_batch, i, op.kind, op.variable));
+    if (store.non_finite_updates() == NonFinitePolicy::kReject) {
+      PSFLOW_RETURN_IF_ERROR(with_op_context(check_finite_update(op), i, op.kind, op.variable));
+    }
+  }
+  // Claimed only once everything validated, so a rejected request never
+  // uses up its key; a duplicate skips its updates but answers its reads.
+  bool skip_updates = false;
+  if (batch.update_key.has_value() &&
+      std::any_of(batch.ops.begin(), batch.ops.end(),
+                  [](const VariableOpArgs& op) { return is_mutating(op.kind); })) {
+    skip_updates = !store.claim_update(*batch.update_key);
+  }
+  for (size_t i = 0; i < prepared.size(); ++i) {
+    const VariableOpArgs& op = batch.ops[i];
+    if (skip_updates && is_mutating(op.kind)) continue;
+    PSFLOW_RETURN_IF_ERROR(
+        with_op_context(run(store, prepared[i], results), i, op.kind, op.variable));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status execute_variable_ops(VariableStore& store, v1::ExecuteRequest& request,
+                                  v1::ExecuteResponse* response) {
+  PSFLOW_ASSIGN_OR_RETURN(ExecuteBatch batch, batch_from_proto(request));
+  std::vector<Tensor> results;
+  PSFLOW_RETURN_IF_ERROR(execute_variable_ops(store, batch, &results));
+  for (const Tensor& t : results) tensor_to_proto(t, response->add_results());
+  return absl::OkStatus();
+}
+
+}  // namespace psflow

@@ -1,0 +1,206 @@
+#include "ps/server/variable_service.h"
+
+#include <cstdint>
+#include <exception>
+#include <new>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "ps/request/grpc_execute_codec.h"
+#include "psflow/status_macros.h"
+#include "rpc/grpc_status.h"
+
+namespace psflow {
+namespace {
+
+using Op = v1::VariableOp;
+
+// Upper bound of a result's protobuf framing: tags, lengths, dtype, shape.
+constexpr size_t kFramingBytes = 32 + 11 * 32;
+
+size_t saturating_add(size_t a, size_t b) {
+  size_t out = 0;
+  return __builtin_add_overflow(a, b, &out) ? SIZE_MAX : out;
+}
+
+size_t saturating_mul(size_t a, size_t b) {
+  size_t out = 0;
+  return __builtin_mul_overflow(a, b, &out) ? SIZE_MAX : out;
+}
+
+struct Estimate {
+  // Bytes of the READ and GATHER results of variables that exist now, with
+  // room for their framing.
+  size_t response_bytes = 0;
+  // Bytes the ops read or write beyond the request itself.
+  size_t work_bytes = 0;
+};
+
+// Looks at the variables the batch names (shapes are fixed at creation) to
+// size its response and its work before anything runs. Ops on unknown
+// variables count as nothing: validation rejects them later.
+Estimate estimate(const ExecuteBatch& batch, const VariableStore& store) {
+  Estimate e;
+  for (const VariableOpArgs& op : batch.ops) {
+    switch (op.kind) {
+      case Op::READ:
+      case Op::GATHER:
+      case Op::SNAPSHOT: {
+        absl::StatusOr<std::shared_ptr<VariableShard>> shard = store.find(op.variable);
+        if (!shard.ok()) break;
+        const Shape& shape = (*shard)->shape();
+        // A string element is counted at the size of the std::string the
+        // ps must allocate for it (its bytes on the wire are unknown until
+        // read): that keeps a gather of many rows of strings from
+        // exhausting memory under the response limit.
+        const bool strings = (*shard)->dtype() == DType::kString;
+        size_t bytes = strings ? sizeof(std::string) : dtype_size((*shard)->dtype());
+        for (size_t i = op.kind == Op::GATHER ? 1 : 0; i < shape.size(); ++i) {
+          bytes = saturating_mul(bytes, static_cast<size_t>(shape[i]));
+        }
+        if (op.kind == Op::GATHER) {
+          bytes = saturating_mul(bytes,
+                                 op.ids.valid() ? static_cast<size_t>(op.ids.num_elements()) : 0);
+        }
+        // A snapshot answers with copies of the value and of up to two
+        // slots of its shape.
+        if (op.kind == Op::SNAPSHOT) bytes = saturating_mul(bytes, 3);
+        // Gathers and snapshots copy; reads are sent from the stored buffer.
+        if (op.kind != Op::READ || strings) e.work_bytes = saturating_add(e.work_bytes, bytes);
+        e.response_bytes = saturating_add(e.response_bytes, saturating_add(bytes, kFramingBytes));
+        break;
+      }
+      case Op::APPLY_DENSE:
+      case Op::APPLY_SPARSE:
+        // The variable's rows, up to two slots, and the gradient, each read
+        // and written, with square roots and divisions on the way.
+        e.work_bytes += 8 * (op.value.valid() ? op.value.byte_size() : 0);
+        break;
+      case Op::CREATE:
+      case Op::CREATE_IF_ABSENT:
+      case Op::ASSIGN: break;  // adopt the decoded buffer
+      default: e.work_bytes += 2 * (op.value.valid() ? op.value.byte_size() : 0); break;
+    }
+  }
+  return e;
+}
+
+absl::Status response_too_large(size_t bytes, size_t limit) {
+  return absl::ResourceExhaustedError(
+      absl::StrCat("the ExecuteResponse would be ", bytes, " bytes, more than max_message_bytes ",
+                   limit, "; read or gather fewer or smaller variables per request"));
+}
+
+// Runs `work`, turning an exception (an allocation that failed on a request
+// the estimates let through) into an error for that call instead of the end
+// of the process. A failure part-way may leave earlier ops of the batch
+// applied, as a lost ps would.
+template <typename Work>
+absl::Status guarded(Work&& work) {
+  try {
+    return work();
+  } catch (const std::bad_alloc&) {
+    return absl::ResourceExhaustedError(
+        "the ps ran out of memory serving this request; send smaller batches or tensors");
+  } catch (const std::exception& e) {
+    return absl::InternalError(absl::StrCat("the ps failed serving this request: ", e.what()));
+  }
+}
+
+// Runs a decoded batch and serializes its results into `response`.
+absl::Status run(VariableStore& store, size_t max_message_bytes, ExecuteBatch& batch,
+                 const Estimate& estimate, grpc::ByteBuffer* response) {
+  // Checked before anything runs, so that an oversized read never leaves
+  // the batch's other ops applied; the exact check after running catches
+  // the rare variable replaced (with a larger shape) in between.
+  if (estimate.response_bytes > max_message_bytes) {
+    return response_too_large(estimate.response_bytes, max_message_bytes);
+  }
+  std::vector<Tensor> results;
+  PSFLOW_RETURN_IF_ERROR(execute_variable_ops(store, batch, &results));
+  const size_t bytes = execute_response_size(results);
+  if (bytes > max_message_bytes) return response_too_large(bytes, max_message_bytes);
+  *response = encode_execute_response(results);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+VariableServiceImpl::VariableServiceImpl(const TaskStatus* status,
+                                         std::shared_ptr<VariableStore> store,
+                                         VariableServiceOptions options)
+    : status_(status), store_(std::move(store)), options_(options), pool_(options.num_threads) {
+  limits_.max_message_bytes = options_.max_message_bytes;
+}
+
+grpc::ServerUnaryReactor* VariableServiceImpl::GetStatus(grpc::CallbackServerContext* context,
+                                                         const v1::GetStatusRequest* request,
+                                                         v1::GetStatusResponse* response) {
+  return status_->answer(context, response);
+}
+
+grpc::ServerUnaryReactor* VariableServiceImpl::Execute(grpc::CallbackServerContext* context,
+                                                       const grpc::ByteBuffer* request,
+                                                       grpc::ByteBuffer* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  // The request and response buffers stay valid until Finish().
+  auto finish_on_pool = [this, context, reactor, response](auto work) {
+    pool_.schedule([context, reactor, response, work = std::move(work)]() mutable {
+      // A caller that gave up (deadline, cancellation) before the work
+      // started gets nothing applied.
+      if (context->IsCancelled()) {
+        reactor->Finish(
+            grpc::Status(grpc::StatusCode::CANCELLED, "the call was cancelled before it ran"));
+        return;
+      }
+      reactor->Finish(to_grpc_status(guarded([&] { return work(response); })));
+    });
+  };
+  if (request->Length() > kInlineDecodeBytes) {
+    finish_on_pool([this, request](grpc::ByteBuffer* out) -> absl::Status {
+      PSFLOW_ASSIGN_OR_RETURN(ExecuteBatch batch, decode_execute_request(*request, limits_));
+      return run(*store_, options_.max_message_bytes, batch, estimate(batch, *store_), out);
+    });
+    return reactor;
+  }
+  std::optional<ExecuteBatch> to_pool;
+  const absl::Status inline_status = guarded([&]() -> absl::Status {
+    PSFLOW_ASSIGN_OR_RETURN(ExecuteBatch batch, decode_execute_request(*request, limits_));
+    const Estimate e = estimate(batch, *store_);
+    if (e.work_bytes > kInlineWorkBytes) {
+      to_pool = std::move(batch);
+      return absl::OkStatus();
+    }
+    return run(*store_, options_.max_message_bytes, batch, e, response);
+  });
+  if (!to_pool.has_value()) {
+    reactor->Finish(to_grpc_status(inline_status));
+    return reactor;
+  }
+  finish_on_pool([this, batch = *std::move(to_pool)](grpc::ByteBuffer* out) mutable {
+    // Estimated again: the variables may have changed while it waited.
+    return run(*store_, options_.max_message_bytes, batch, estimate(batch, *store_), out);
+  });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* VariableServiceImpl::ListVariables(
+    grpc::CallbackServerContext* context, const v1::ListVariablesRequest* request,
+    v1::ListVariablesResponse* response) {
+  for (const std::shared_ptr<VariableShard>& shard : store_->all()) {
+    v1::VariableInfo* info = response->add_variables();
+    info->set_name(shard->name());
+    info->set_dtype(static_cast<v1::DataType>(shard->dtype()));
+    for (const int64_t d : shard->shape()) info->add_shape(d);
+    VariableShard::OptimizerInfo optimizer = shard->optimizer_info();
+    info->set_optimizer(std::move(optimizer.optimizer));
+    info->set_optimizer_steps(optimizer.steps);
+  }
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+}  // namespace psflow

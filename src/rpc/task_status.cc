@@ -1,0 +1,49 @@
+#include "rpc/task_status.h"
+
+#include <unistd.h>
+
+#include "absl/random/random.h"
+#include "absl/time/clock.h"
+#include "base/version.h"
+
+namespace psflow {
+namespace {
+
+uint64_t draw_incarnation() {
+  absl::BitGen gen;  // Seeded from the OS entropy source.
+  uint64_t value = 0;
+  while (value == 0) value = absl::Uniform<uint64_t>(gen);
+  return value;
+}
+
+// Namespace-scope so both are fixed during static initialisation, i.e. at
+// process start, not at the first GetStatus.
+const uint64_t kIncarnation = draw_incarnation();
+const absl::Time kProcessStart = absl::Now();
+
+}  // namespace
+
+uint64_t process_incarnation() { return kIncarnation; }
+absl::Time process_start_time() { return kProcessStart; }
+
+TaskStatus::TaskStatus(std::string job_name, int task_index)
+    : job_name_(std::move(job_name)), task_index_(task_index) {}
+
+void TaskStatus::fill(v1::GetStatusResponse& response) const {
+  response.set_job_name(job_name_);
+  response.set_task_index(task_index_);
+  response.set_pid(static_cast<int64_t>(::getpid()));
+  response.set_incarnation(kIncarnation);
+  response.set_uptime_seconds(absl::ToDoubleSeconds(absl::Now() - kProcessStart));
+  response.set_version(std::string(version()));
+}
+
+grpc::ServerUnaryReactor* TaskStatus::answer(grpc::CallbackServerContext* context,
+                                             v1::GetStatusResponse* response) const {
+  fill(*response);
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+}  // namespace psflow

@@ -1,0 +1,18 @@
+// The training closures and per-worker datasets of `psflow train` (every
+// model), registered in every psflow binary so that worker tasks can run
+// them. Built as an object library: nothing references them by name.
+#include "psflow/function_registry.h"
+#include "psflow/per_worker.h"
+#include "train/train_step.h"
+#include "train/wide_deep_step.h"
+
+namespace psflow {
+namespace {
+
+PSFLOW_REGISTER_FUNCTION(kTrainStepFunction, &run_train_steps);
+PSFLOW_REGISTER_DATASET(kTrainDataset, &make_train_dataset);
+PSFLOW_REGISTER_FUNCTION(kWideDeepStepFunction, &run_wide_deep_steps);
+PSFLOW_REGISTER_DATASET(kWideDeepDataset, &make_wide_deep_dataset);
+
+}  // namespace
+}  // namespace psflow

@@ -1,0 +1,209 @@
+#include "worker/executor_service.h"
+
+#include <algorithm>
+#include <optional>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "ps/request/update_key.h"
+#include "rpc/grpc_status.h"
+#include "worker/function_runner.h"
+
+namespace psflow {
+namespace {
+
+int pool_size(int requested) { return std::max(1, requested); }
+
+}  // namespace
+
+ExecutorServiceImpl::ExecutorServiceImpl(const TaskStatus* status, ExecutorServiceOptions options)
+    : status_(status),
+      options_(std::move(options)),
+      registry_(options_.registry != nullptr ? *options_.registry : FunctionRegistry::global()),
+      values_(ValueGraphOptions{
+          .max_live_values = options_.max_live_values,
+          .id_prefix = absl::StrCat(absl::Hex(process_incarnation() & 0xffffffffu), "-")}),
+      results_(ResultCacheOptions{.max_entries = options_.result_cache_entries,
+                                  .max_bytes = options_.result_cache_bytes}),
+      pool_(pool_size(options_.num_threads)) {
+  limits_.max_message_bytes = options_.max_message_bytes;
+}
+
+ExecutorServiceImpl::~ExecutorServiceImpl() {
+  // Ask running functions to stop so that the pool joins promptly.
+  values_.cancel_calls();
+  absl::MutexLock lock(&mu_);
+  for (auto& [id, flag] : running_) flag->store(true, std::memory_order_relaxed);
+}
+
+grpc::ServerUnaryReactor* ExecutorServiceImpl::GetStatus(grpc::CallbackServerContext* context,
+                                                         const v1::GetStatusRequest* request,
+                                                         v1::GetStatusResponse* response) {
+  return status_->answer(context, response);
+}
+
+grpc::ServerUnaryReactor* ExecutorServiceImpl::RunFunction(grpc::CallbackServerContext* context,
+                                                           const v1::RunFunctionRequest* request,
+                                                           v1::RunFunctionResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  if (request->function_name().empty()) {
+    reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                 "RunFunction needs a function_name; got an empty one."));
+    return reactor;
+  }
+  // Decoding validates the untrusted args (shapes, sizes, depth) and moves
+  // tensor payloads out of the request without copying them.
+  auto* mutable_args = const_cast<v1::StructureProto*>(&request->args());
+  absl::StatusOr<Structure> args = structure_from_proto(mutable_args, limits_);
+  if (!args.ok()) {
+    reactor->Finish(to_grpc_status(absl::InvalidArgumentError(
+        absl::StrCat("RunFunction '", request->function_name(), "' (closure ",
+                     request->closure_id(), "): malformed args: ", args.status().message()))));
+    return reactor;
+  }
+  if (request->input_refs_size() > 0) {
+    // Substituted on arrival: the inputs finished before this closure was
+    // sent, and an eviction while it waits for the function thread must not
+    // lose them.
+    args = substitute_input_refs(*request, *std::move(args));
+    if (absl::IsNotFound(args.status())) {
+      response->set_input_refs_missing(true);
+      response->set_incarnation(process_incarnation());
+      reactor->Finish(grpc::Status::OK);
+      return reactor;
+    }
+    if (!args.ok()) {
+      reactor->Finish(to_grpc_status(absl::InvalidArgumentError(
+          absl::StrCat("RunFunction '", request->function_name(), "' (closure ",
+                       request->closure_id(), "): ", args.status().message()))));
+      return reactor;
+    }
+  }
+  // Registered on arrival, so that a cancellation also reaches a closure
+  // still waiting for the function thread (a pipelining coordinator sends
+  // several ahead).
+  auto cancelled = std::make_shared<std::atomic<bool>>(false);
+  {
+    absl::MutexLock lock(&mu_);
+    running_[request->closure_id()] = cancelled;
+  }
+  pool_.schedule([this, reactor, request, response, cancelled, args = *std::move(args)]() mutable {
+    run(request->session(), request->result_session(), request->closure_id(),
+        request->function_name(), std::move(args), cancelled, response,
+        request->worker_recoveries(),
+        // This process replaced the one the coordinator knew: a salt of
+        // its own, so that rebuilt datasets take new orders.
+        request->last_incarnation() != 0 && request->last_incarnation() != process_incarnation());
+    reactor->Finish(grpc::Status::OK);
+  });
+  return reactor;
+}
+
+absl::StatusOr<Structure> ExecutorServiceImpl::substitute_input_refs(
+    const v1::RunFunctionRequest& request, Structure args) {
+  if (request.result_session() == 0) {
+    return absl::InvalidArgumentError("input_refs need a non-zero result_session");
+  }
+  for (const v1::ResultRef& ref : request.input_refs()) {
+    std::optional<Structure> value = results_.get(request.result_session(), ref.closure_id());
+    if (!value.has_value()) {
+      return absl::NotFoundError(
+          absl::StrCat("the result of closure ", ref.closure_id(), " is no longer kept"));
+    }
+    StructurePath path;
+    path.reserve(ref.path_size());
+    for (const v1::PathElement& element : ref.path()) {
+      if (element.element_case() == v1::PathElement::kIndex) {
+        path.emplace_back(element.index());
+      } else if (element.element_case() == v1::PathElement::kKey) {
+        path.emplace_back(element.key());
+      } else {
+        return absl::InvalidArgumentError("an input_refs path element is empty");
+      }
+    }
+    absl::StatusOr<Structure> replaced = replace_at_path(args, path, *std::move(value));
+    if (!replaced.ok()) return replaced.status();
+    args = *std::move(replaced);
+  }
+  return args;
+}
+
+void ExecutorServiceImpl::fill_result_cache_stats(v1::GetExecutorStatsResponse& response) const {
+  const ResultCacheStats stats = results_.stats();
+  response.set_cached_results(stats.entries);
+  response.set_cached_result_bytes(stats.bytes);
+  response.set_result_ref_hits(stats.hits);
+  response.set_result_ref_misses(stats.misses);
+}
+
+void ExecutorServiceImpl::run(uint64_t session, uint64_t result_session, uint64_t closure_id,
+                              const std::string& function_name, Structure args,
+                              const std::shared_ptr<std::atomic<bool>>& cancelled,
+                              v1::RunFunctionResponse* response, int64_t worker_recoveries,
+                              bool restarted) {
+  // Stamps the closure's updates for exactly-once application on the ps.
+  std::optional<ScopedUpdateContext> updates;
+  if (session != 0) updates.emplace(session, closure_id);
+  absl::StatusOr<Structure> output = Structure();
+  if (cancelled->load(std::memory_order_relaxed)) {
+    output = absl::CancelledError(absl::StrCat("closure ", closure_id, " ('", function_name,
+                                               "') was cancelled before it started"));
+  }
+  if (output.ok()) {
+    // Sticky for the process: datasets built by later closures (after the
+    // coordinator learnt this incarnation) get the same salt.
+    if (restarted) restarted_.store(true, std::memory_order_relaxed);
+    output = invoke(closure_id, function_name, args, *cancelled, worker_recoveries);
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = running_.find(closure_id);
+    if (it != running_.end() && it->second == cancelled) running_.erase(it);
+  }
+  response->set_incarnation(process_incarnation());
+  if (output.ok()) {
+    response->set_code(0);
+    structure_to_proto(*output, response->mutable_output());
+    // Kept before the response leaves, so that a closure chained on this
+    // one (sent only once this result reached the coordinator) finds it.
+    if (result_session != 0) {
+      response->set_result_kept(results_.put(result_session, closure_id, *std::move(output),
+                                             response->output().ByteSizeLong()));
+    }
+  } else {
+    response->set_code(static_cast<int32_t>(output.status().code()));
+    response->set_message(std::string(output.status().message()));
+  }
+}
+
+absl::StatusOr<Structure> ExecutorServiceImpl::invoke(uint64_t closure_id,
+                                                      std::string_view function_name,
+                                                      const Structure& args,
+                                                      const std::atomic<bool>& cancelled,
+                                                      int64_t worker_recoveries) {
+  const VariableClientLookup* variables =
+      options_.variables != nullptr ? &options_.variables : nullptr;
+  WorkerContext ctx(options_.worker_index, closure_id, resources_, cancelled, options_.num_workers,
+                    variables);
+  ctx.set_worker_recoveries(worker_recoveries);
+  ctx.set_restart_salt(restarted_.load(std::memory_order_relaxed) ? process_incarnation() : 0);
+  return run_registered_function(registry_, function_name, ctx, args);
+}
+
+grpc::ServerUnaryReactor* ExecutorServiceImpl::CancelFunction(
+    grpc::CallbackServerContext* context, const v1::CancelFunctionRequest* request,
+    v1::CancelFunctionResponse* response) {
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = running_.find(request->closure_id());
+    if (it != running_.end()) {
+      it->second->store(true, std::memory_order_relaxed);
+      response->set_was_running(true);
+    }
+  }
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+}  // namespace psflow

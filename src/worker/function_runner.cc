@@ -1,0 +1,28 @@
+#include "worker/function_runner.h"
+
+#include <exception>
+
+#include "absl/strings/str_cat.h"
+#include "base/strings.h"
+#include "psflow/status_macros.h"
+
+namespace psflow {
+
+absl::StatusOr<Structure> run_registered_function(const FunctionRegistry& registry,
+                                                  std::string_view function_name,
+                                                  WorkerContext& ctx, const Structure& args) {
+  PSFLOW_ASSIGN_OR_RETURN(const RegisteredFunction* function, registry.lookup(function_name));
+  try {
+    return function->fn(ctx, args);
+  } catch (const std::exception& e) {
+    return absl::InternalError(absl::StrCat("Function '", av(function_name),
+                                            "' threw an exception on worker ", ctx.worker_index(),
+                                            ": ", e.what()));
+  } catch (...) {
+    return absl::InternalError(absl::StrCat("Function '", av(function_name),
+                                            "' threw a non-standard exception on worker ",
+                                            ctx.worker_index()));
+  }
+}
+
+}  // namespace psflow
