@@ -23,6 +23,7 @@ namespace psflow {
 
 namespace internal {
 struct OptimizerState;
+struct OptimizerAccess;
 }  // namespace internal
 
 // The learning rate as a function of the step (`iterations`), like a Keras
@@ -108,6 +109,7 @@ class Optimizer {
       const std::vector<GradientAndVariable>& grads_and_vars) const;
 
  private:
+  friend struct internal::OptimizerAccess;
   explicit Optimizer(std::shared_ptr<internal::OptimizerState> state) : state_(std::move(state)) {}
   static absl::StatusOr<Optimizer> make(OptimizerConfig config, double learning_rate,
                                         LearningRateSchedule schedule, OptimizerOptions options);

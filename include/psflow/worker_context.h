@@ -11,12 +11,17 @@
 
 #include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
+#include "psflow/optimizer.h"
 #include "psflow/per_worker_resource.h"
 #include "psflow/structure.h"
 #include "psflow/variable.h"
 #include "psflow/variable_handle.h"
 
 namespace psflow {
+
+namespace internal {
+class UpdateKeys;  // The keys of this call's variable updates (runtime).
+}  // namespace internal
 
 // Objects that live as long as one worker and are shared by every function
 // it runs, found by name: per-worker state (the seed example's counters
@@ -97,6 +102,12 @@ class WorkerContext {
   // as DatasetContext::restart_salt.
   [[nodiscard]] uint64_t restart_salt() const { return restart_salt_; }
   void set_restart_salt(uint64_t salt) { restart_salt_ = salt; }
+  // The coordinator session this call runs for (0: none, as in a worker
+  // driven without a coordinator). With one, updates made through the
+  // variables and optimizers of variable() and bind() carry this call's
+  // update keys: each ps applies them once however often the closure is
+  // retried. Set by the worker runtime before the call.
+  void set_update_session(uint64_t session);
   // Identifies the scheduled closure within its coordinator's lifetime; the
   // same across retries of that closure on other workers, so that updates
   // it sends can be deduplicated.
@@ -112,7 +123,15 @@ class WorkerContext {
   // worker. INVALID_ARGUMENT for a malformed handle, FAILED_PRECONDITION
   // when this worker has no parameter servers, NOT_FOUND for a variable
   // made outside strategy.scope() (it lives on the coordinator).
+  // The variable's updates carry this call's update keys (see bind).
   [[nodiscard]] absl::StatusOr<ShardedVariable> variable(const Structure& handle) const;
+  // Variables and optimizers a function keeps between calls (in
+  // resources()) are bound to no call: bind() gives a copy whose updates
+  // carry this call's update keys, so that a retried closure's updates
+  // apply once. Use the copy for this call only. Updates made through an
+  // unbound handle apply each time they are sent (TF's at-least-once).
+  [[nodiscard]] ShardedVariable bind(const ShardedVariable& variable) const;
+  [[nodiscard]] Optimizer bind(const Optimizer& optimizer) const;
   // The next element of this worker's copy of a per-worker dataset
   // (`iterator` is PerWorkerIterator::handle(), as the coordinator passed
   // it); nullopt at the end of the data. The copy is built from the
@@ -159,6 +178,7 @@ class WorkerContext {
   WorkerResources* resources_;
   const std::atomic<bool>* cancelled_;
   const VariableClientLookup* variables_;
+  std::shared_ptr<internal::UpdateKeys> update_keys_;
 };
 
 }  // namespace psflow

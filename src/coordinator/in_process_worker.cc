@@ -5,7 +5,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/logging.h"
-#include "ps/request/update_key.h"
 #include "worker/function_runner.h"
 
 namespace psflow {
@@ -56,11 +55,9 @@ void InProcessWorker::loop() {
       if (!next_.has_value()) return;  // Stopping, and nothing was accepted.
       call.swap(next_);
     }
-    std::optional<ScopedUpdateContext> updates;
-    if (call->request.session != 0)
-      updates.emplace(call->request.session, call->request.closure_id);
     WorkerContext ctx(worker_index_, call->request.closure_id, resources_, cancelled_, num_workers_,
                       variables_ != nullptr ? &variables_ : nullptr);
+    ctx.set_update_session(call->request.session);
     RunResult result{
         absl::OkStatus(),
         run_registered_function(registry_, call->request.function_name, ctx, call->request.args)};

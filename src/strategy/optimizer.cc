@@ -12,20 +12,40 @@
 #include "psflow/strategy.h"
 #include "strategy/request_batch.h"
 #include "strategy/rows.h"
+#include "strategy/update_binding.h"
 #include "strategy/variable_state.h"
 
 namespace psflow {
 namespace internal {
 
-// Thread-safety: immutable except `known_step`, which is atomic.
+// Thread-safety: immutable except `*known_step`, which is atomic.
 struct OptimizerState {
   OptimizerConfig config;
   double learning_rate = 0;
   LearningRateSchedule schedule;  // when set, learning_rate is unused
   ShardedVariable iterations;
-  // The largest `iterations` value seen; -1 until one is known.
-  std::atomic<int64_t> known_step{-1};
+  // The largest `iterations` value seen; -1 until one is known. Shared with
+  // the copies bound to scheduled closures (bind_update_keys).
+  std::shared_ptr<std::atomic<int64_t>> known_step = std::make_shared<std::atomic<int64_t>>(-1);
 };
+
+// Thread-safety: stateless.
+struct OptimizerAccess {
+  static Optimizer bind(const Optimizer& optimizer, std::shared_ptr<UpdateKeys> keys) {
+    if (optimizer.state_ == nullptr) return optimizer;
+    auto bound = std::make_shared<OptimizerState>();
+    bound->config = optimizer.state_->config;
+    bound->learning_rate = optimizer.state_->learning_rate;
+    bound->schedule = optimizer.state_->schedule;
+    bound->iterations = bind_update_keys(optimizer.state_->iterations, std::move(keys));
+    bound->known_step = optimizer.state_->known_step;
+    return Optimizer(std::move(bound));
+  }
+};
+
+Optimizer bind_update_keys(const Optimizer& optimizer, std::shared_ptr<UpdateKeys> keys) {
+  return OptimizerAccess::bind(optimizer, std::move(keys));
+}
 
 }  // namespace internal
 
@@ -46,8 +66,8 @@ std::string describe(const Tensor& t) {
 }
 
 void note_step(internal::OptimizerState& s, int64_t step) {
-  int64_t seen = s.known_step.load();
-  while (step > seen && !s.known_step.compare_exchange_weak(seen, step)) {
+  int64_t seen = s.known_step->load();
+  while (step > seen && !s.known_step->compare_exchange_weak(seen, step)) {
   }
 }
 
@@ -155,7 +175,7 @@ absl::StatusOr<Optimizer> Optimizer::make(OptimizerConfig config, double learnin
     PSFLOW_ASSIGN_OR_RETURN(
         state->iterations,
         create_variable(Tensor::scalar<int64_t>(0), {.name = absl::StrCat(prefix, "/iterations")}));
-    state->known_step = 0;
+    state->known_step->store(0);
   }
   return Optimizer(std::move(state));
 }
@@ -185,13 +205,13 @@ absl::Status Optimizer::apply_gradients(
 
   double lr = s.learning_rate;
   if (s.schedule) {
-    if (s.known_step.load() < 0) {
+    if (s.known_step->load() < 0) {
       PSFLOW_ASSIGN_OR_RETURN(Tensor step, s.iterations.read_value());
       note_step(s, step.scalar_value<int64_t>());
     }
-    lr = s.schedule(s.known_step.load());
+    lr = s.schedule(s.known_step->load());
     PSFLOW_RETURN_IF_ERROR(
-        check_learning_rate(lr, absl::StrCat("the schedule's (step ", s.known_step.load(), ")")));
+        check_learning_rate(lr, absl::StrCat("the schedule's (step ", s.known_step->load(), ")")));
   }
 
   internal::RequestBatch batch;

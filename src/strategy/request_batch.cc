@@ -17,6 +17,7 @@ VariableOpArgs make_op(v1::VariableOp::Kind kind, const VariableState& part) {
 RequestBatch::Group& RequestBatch::group(const VariableState& part) {
   PSFLOW_CHECK(part.client != nullptr, "variable '", part.name, "' has no client");
   timeout_ = std::max(timeout_, part.timeout);
+  if (update_keys_ == nullptr) update_keys_ = part.update_keys;
   auto [it, inserted] = by_client_.try_emplace(part.client.get(), groups_.size());
   if (inserted) {
     groups_.emplace_back();
@@ -54,8 +55,8 @@ absl::StatusOr<std::vector<Tensor>> RequestBatch::run() {
     clients.push_back(g.client.get());
     batches.push_back(std::move(g.batch));
   }
-  std::vector<absl::StatusOr<std::vector<Tensor>>> responses =
-      execute_batches_parallel(clients, std::move(batches), absl::Now() + timeout_);
+  std::vector<absl::StatusOr<std::vector<Tensor>>> responses = execute_batches_parallel(
+      clients, std::move(batches), absl::Now() + timeout_, update_keys_.get());
 
   absl::Status first_error;
   int failed = 0;

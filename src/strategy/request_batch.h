@@ -25,6 +25,8 @@ namespace psflow::internal {
 // order added, atomically as a batch on that task. Tensors are shared with
 // the batch, not copied: callers must not write to them until run()
 // returns. The deadline is now + the longest timeout of the parts involved.
+// The batch's updates carry the update keys of its parts (a scheduled
+// closure's, when any part was bound to one).
 // Thread-safety: not thread-safe; a batch belongs to one operation.
 class RequestBatch {
  public:
@@ -54,6 +56,7 @@ class RequestBatch {
   absl::flat_hash_map<const VariableClient*, size_t> by_client_;
   int num_results_ = 0;
   absl::Duration timeout_ = absl::ZeroDuration();
+  std::shared_ptr<UpdateKeys> update_keys_;
 };
 
 }  // namespace psflow::internal

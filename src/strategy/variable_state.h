@@ -27,6 +27,10 @@ struct VariableState {
   std::string device;  // "/job:ps/replica:0/task:1/device:CPU:0"
   std::shared_ptr<VariableClient> client;
   absl::Duration timeout = kDefaultVariableTimeout;
+  // The keys of the scheduled closure this handle was bound to
+  // (WorkerContext::variable / bind); null elsewhere. Updates made through
+  // the handle carry them, so that a retried closure's updates apply once.
+  std::shared_ptr<UpdateKeys> update_keys;
 };
 
 // A ShardedVariable's parts and their row layout.

@@ -116,6 +116,8 @@ void TrainStepResult::add(const TrainStepResult& other) {
 absl::StatusOr<Structure> run_train_steps(WorkerContext& ctx, const Structure& args) {
   PSFLOW_ASSIGN_OR_RETURN(TrainStepConfig config, TrainStepConfig::from_structure(args));
   PSFLOW_ASSIGN_OR_RETURN(WorkerTrainState * state, state_for(ctx, config));
+  // Bound to this closure: a retry's updates apply once on the ps.
+  const Optimizer optimizer = ctx.bind(*state->optimizer);
   TrainStepResult result;
   for (int64_t step = 0; step < config.steps; ++step) {
     if (ctx.is_cancelled()) return absl::CancelledError("training closure cancelled");
@@ -135,7 +137,7 @@ absl::StatusOr<Structure> run_train_steps(WorkerContext& ctx, const Structure& a
     for (size_t i = 0; i < out.gradients.size(); ++i) {
       grads.push_back({std::move(out.gradients[i]), state->variables[i]});
     }
-    PSFLOW_RETURN_IF_ERROR(state->optimizer->apply_gradients(grads));
+    PSFLOW_RETURN_IF_ERROR(optimizer.apply_gradients(grads));
     // Accuracy on the batch, from the probabilities the loss computed.
     auto probs = out.probabilities.matrix<float>();
     auto labels = y.flat<uint8_t>();

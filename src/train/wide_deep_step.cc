@@ -152,6 +152,8 @@ absl::Status WideDeepStepResult::add(const WideDeepStepResult& other) {
 absl::StatusOr<Structure> run_wide_deep_steps(WorkerContext& ctx, const Structure& args) {
   PSFLOW_ASSIGN_OR_RETURN(WideDeepStepConfig config, WideDeepStepConfig::from_structure(args));
   PSFLOW_ASSIGN_OR_RETURN(std::shared_ptr<const WorkerModel> model, model_for(ctx, config));
+  // Bound to this closure: a retry's updates apply once on the ps.
+  const Optimizer optimizer = ctx.bind(*model->optimizer);
   WideDeepStepResult result;
   for (int64_t step = 0; step < config.steps; ++step) {
     if (ctx.is_cancelled()) return absl::CancelledError("wide_deep training closure cancelled");
@@ -172,7 +174,7 @@ absl::StatusOr<Structure> run_wide_deep_steps(WorkerContext& ctx, const Structur
     for (size_t i = kFirstDense; i < model->variables.size(); ++i) {
       grads.push_back({std::move(out.dense[i - kFirstDense + 1]), model->variables[i]});
     }
-    PSFLOW_RETURN_IF_ERROR(model->optimizer->apply_gradients(grads));
+    PSFLOW_RETURN_IF_ERROR(optimizer.apply_gradients(grads));
     PSFLOW_RETURN_IF_ERROR(result.auc.update(b.labels, out.probabilities));
     PSFLOW_RETURN_IF_ERROR(result.accuracy.update(b.labels, out.probabilities));
     const int64_t n = b.labels.dim(0);

@@ -223,7 +223,7 @@ grpc::ServerUnaryReactor* ExecutorServiceImpl::CreateCall(grpc::CallbackServerCo
     pool_.schedule([this, call = *std::move(call)]() {
       values_.run_call(call, [this](const std::string& function_name, const Structure& args,
                                     uint64_t number, const std::atomic<bool>& cancelled) {
-        return invoke((uint64_t{1} << 63) | number, function_name, args, cancelled);
+        return invoke(/*session=*/0, (uint64_t{1} << 63) | number, function_name, args, cancelled);
       });
     });
   }

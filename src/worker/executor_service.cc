@@ -5,7 +5,6 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "ps/request/update_key.h"
 #include "rpc/grpc_status.h"
 #include "worker/function_runner.h"
 
@@ -141,9 +140,6 @@ void ExecutorServiceImpl::run(uint64_t session, uint64_t result_session, uint64_
                               const std::shared_ptr<std::atomic<bool>>& cancelled,
                               v1::RunFunctionResponse* response, int64_t worker_recoveries,
                               bool restarted) {
-  // Stamps the closure's updates for exactly-once application on the ps.
-  std::optional<ScopedUpdateContext> updates;
-  if (session != 0) updates.emplace(session, closure_id);
   absl::StatusOr<Structure> output = Structure();
   if (cancelled->load(std::memory_order_relaxed)) {
     output = absl::CancelledError(absl::StrCat("closure ", closure_id, " ('", function_name,
@@ -153,7 +149,7 @@ void ExecutorServiceImpl::run(uint64_t session, uint64_t result_session, uint64_
     // Sticky for the process: datasets built by later closures (after the
     // coordinator learnt this incarnation) get the same salt.
     if (restarted) restarted_.store(true, std::memory_order_relaxed);
-    output = invoke(closure_id, function_name, args, *cancelled, worker_recoveries);
+    output = invoke(session, closure_id, function_name, args, *cancelled, worker_recoveries);
   }
   {
     absl::MutexLock lock(&mu_);
@@ -176,7 +172,7 @@ void ExecutorServiceImpl::run(uint64_t session, uint64_t result_session, uint64_
   }
 }
 
-absl::StatusOr<Structure> ExecutorServiceImpl::invoke(uint64_t closure_id,
+absl::StatusOr<Structure> ExecutorServiceImpl::invoke(uint64_t session, uint64_t closure_id,
                                                       std::string_view function_name,
                                                       const Structure& args,
                                                       const std::atomic<bool>& cancelled,
@@ -187,6 +183,8 @@ absl::StatusOr<Structure> ExecutorServiceImpl::invoke(uint64_t closure_id,
                     variables);
   ctx.set_worker_recoveries(worker_recoveries);
   ctx.set_restart_salt(restarted_.load(std::memory_order_relaxed) ? process_incarnation() : 0);
+  // The closure's updates are stamped for exactly-once application on the ps.
+  ctx.set_update_session(session);
   return run_registered_function(registry_, function_name, ctx, args);
 }
 

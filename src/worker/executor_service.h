@@ -147,8 +147,9 @@ class ExecutorServiceImpl final
   void fill_result_cache_stats(v1::GetExecutorStatsResponse& response) const;
   // Runs a registered function with this worker's WorkerContext (the path
   // RunFunction and executor-protocol calls share).
-  absl::StatusOr<Structure> invoke(uint64_t closure_id, std::string_view function_name,
-                                   const Structure& args, const std::atomic<bool>& cancelled,
+  absl::StatusOr<Structure> invoke(uint64_t session, uint64_t closure_id,
+                                   std::string_view function_name, const Structure& args,
+                                   const std::atomic<bool>& cancelled,
                                    int64_t worker_recoveries = 0);
 
   const TaskStatus* status_;

@@ -13,9 +13,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
+#include "ps/request/update_key.h"
 #include "psflow/per_worker.h"
 #include "psflow/per_worker_resource.h"
 #include "psflow/status_macros.h"
+#include "strategy/update_binding.h"
 
 namespace psflow {
 
@@ -26,7 +28,22 @@ absl::StatusOr<ShardedVariable> WorkerContext::variable(const Structure& handle)
         "worker of a cluster with ps tasks (or give in-process workers a variable lookup).");
   }
   PSFLOW_ASSIGN_OR_RETURN(VariableHandle parsed, VariableHandle::from_structure(handle));
-  return ShardedVariable::from_handle(parsed, *variables_);
+  PSFLOW_ASSIGN_OR_RETURN(ShardedVariable variable,
+                          ShardedVariable::from_handle(parsed, *variables_));
+  return bind(variable);
+}
+
+void WorkerContext::set_update_session(uint64_t session) {
+  update_keys_ =
+      session == 0 ? nullptr : std::make_shared<internal::UpdateKeys>(session, closure_id_);
+}
+
+ShardedVariable WorkerContext::bind(const ShardedVariable& variable) const {
+  return update_keys_ == nullptr ? variable : internal::bind_update_keys(variable, update_keys_);
+}
+
+Optimizer WorkerContext::bind(const Optimizer& optimizer) const {
+  return update_keys_ == nullptr ? optimizer : internal::bind_update_keys(optimizer, update_keys_);
 }
 
 namespace {

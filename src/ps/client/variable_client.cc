@@ -84,19 +84,20 @@ std::vector<absl::StatusOr<v1::ExecuteResponse>> execute_parallel(
 
 std::vector<absl::StatusOr<std::vector<Tensor>>> execute_batches_parallel(
     const std::vector<VariableClient*>& clients, std::vector<ExecuteBatch> batches,
-    absl::Time deadline) {
-  // Inside a scheduled closure, an update gets one key for all its tasks
-  // (each ps dedups its own share), so a retried closure's updates apply
-  // once. Reads consume no key.
-  const bool updates = std::any_of(batches.begin(), batches.end(), [](const ExecuteBatch& b) {
-    return std::any_of(b.ops.begin(), b.ops.end(),
-                       [](const VariableOpArgs& op) { return is_mutating(op.kind); });
-  });
+    absl::Time deadline, internal::UpdateKeys* update_keys) {
+  // An update of a scheduled closure gets one key for all its tasks (each
+  // ps dedups its own share), so a retried closure's updates apply once.
+  // Reads consume no key.
+  const bool updates =
+      update_keys != nullptr &&
+      std::any_of(batches.begin(), batches.end(), [](const ExecuteBatch& b) {
+        return std::any_of(b.ops.begin(), b.ops.end(),
+                           [](const VariableOpArgs& op) { return is_mutating(op.kind); });
+      });
   if (updates) {
-    if (std::optional<UpdateKey> key = next_update_key()) {
-      for (ExecuteBatch& b : batches) {
-        if (!b.update_key.has_value()) b.update_key = key;
-      }
+    const UpdateKey key = update_keys->next();
+    for (ExecuteBatch& b : batches) {
+      if (!b.update_key.has_value()) b.update_key = key;
     }
   }
   std::vector<absl::StatusOr<std::vector<Tensor>>> results(batches.size(), std::vector<Tensor>());

@@ -10,6 +10,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "ps/request/execute_batch.h"
+#include "ps/request/update_key.h"
 #include "psflow/tensor.h"
 #include "psflow/v1/variable.pb.h"
 
@@ -53,10 +54,12 @@ class VariableClient {
     absl::Time deadline);
 
 // As above for native batches; results[i] holds the READ/GATHER results of
-// batches[i] (empty for a skipped one).
+// batches[i] (empty for a skipped one). With `update_keys` (a scheduled
+// closure's), batches that change state and carry no key yet get the
+// closure's next key, one for all of them.
 [[nodiscard]] std::vector<absl::StatusOr<std::vector<Tensor>>> execute_batches_parallel(
     const std::vector<VariableClient*>& clients, std::vector<ExecuteBatch> batches,
-    absl::Time deadline);
+    absl::Time deadline, internal::UpdateKeys* update_keys = nullptr);
 
 // gRPC client for the VariableService of the ps task at `target`
 // ("127.0.0.1:4567"), named `task_name` in errors. Calls fail fast with

@@ -3,8 +3,8 @@
 #ifndef PSFLOW_PS_REQUEST_UPDATE_KEY_H_
 #define PSFLOW_PS_REQUEST_UPDATE_KEY_H_
 
+#include <atomic>
 #include <cstdint>
-#include <optional>
 #include <utility>
 
 namespace psflow {
@@ -21,34 +21,37 @@ struct UpdateKey {
   }
 };
 
-// The closure this thread runs on a worker, if any: the worker runtime sets
-// it around each function call, and variable clients stamp every request
-// that updates variables with next_update_key(). Updates made in the same
-// order on a retry get the same keys; a function that updates variables
-// from several threads at once gets no exactly-once guarantee for those.
-// Thread-safety: thread-local state; use on the thread that runs the call.
-class ScopedUpdateContext {
+namespace internal {
+
+// The keys of one run of a closure's updates, handed out in the order the
+// run makes them. A retry of the closure that makes the same updates in the
+// same order gets the same keys, so each ps applies each update once. The
+// worker runtime makes one per call of a scheduled function and the
+// WorkerContext hands it to the variables and optimizers the function uses
+// (WorkerContext::variable, WorkerContext::bind); their requests carry it to
+// the ps clients, which stamp every batch that changes state.
+// Thread-safety: thread-safe. Updates that one run makes from several
+// threads at once get keys in no fixed order, and so no exactly-once
+// guarantee.
+class UpdateKeys {
  public:
-  ScopedUpdateContext(uint64_t session, uint64_t closure_id);
-  ~ScopedUpdateContext();
-  ScopedUpdateContext(const ScopedUpdateContext&) = delete;
-  ScopedUpdateContext& operator=(const ScopedUpdateContext&) = delete;
+  UpdateKeys(uint64_t session, uint64_t closure_id) : session_(session), closure_id_(closure_id) {}
+  UpdateKeys(const UpdateKeys&) = delete;
+  UpdateKeys& operator=(const UpdateKeys&) = delete;
+
+  // The key of the run's next update (consuming a sequence number).
+  [[nodiscard]] UpdateKey next() {
+    return UpdateKey{session_, closure_id_, next_sequence_.fetch_add(1, std::memory_order_relaxed)};
+  }
+  [[nodiscard]] uint64_t closure_id() const { return closure_id_; }
 
  private:
-  struct State {
-    uint64_t session = 0;
-    uint64_t closure_id = 0;
-    uint64_t next_sequence = 0;
-    bool active = false;
-  };
-  State previous_;
-  friend std::optional<UpdateKey> next_update_key();
-  static State& current();
+  const uint64_t session_;
+  const uint64_t closure_id_;
+  std::atomic<uint64_t> next_sequence_{0};
 };
 
-// The key of this thread's next update (consuming a sequence number), or
-// nullopt outside a closure.
-[[nodiscard]] std::optional<UpdateKey> next_update_key();
+}  // namespace internal
 
 }  // namespace psflow
 
