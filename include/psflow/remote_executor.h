@@ -41,10 +41,9 @@
 
 namespace psflow {
 
-namespace remote_executor_internal {
-class Connection;
-class Access;
-}  // namespace remote_executor_internal
+namespace internal {
+class ExecutorConnection;  // One worker's executor channel (runtime).
+}  // namespace internal
 
 struct RemoteExecutorOptions {
   // Ids of destroyed handles are sent to the worker in Dispose requests of
@@ -114,13 +113,11 @@ class RemoteExecutorValue {
   [[nodiscard]] std::string release();
 
  private:
-  friend class RemoteExecutor;
-  friend class remote_executor_internal::Connection;
-  RemoteExecutorValue(std::shared_ptr<remote_executor_internal::Connection> connection,
-                      std::string id);
+  friend class internal::ExecutorConnection;
+  RemoteExecutorValue(std::shared_ptr<internal::ExecutorConnection> connection, std::string id);
   void reset();
 
-  std::shared_ptr<remote_executor_internal::Connection> connection_;
+  std::shared_ptr<internal::ExecutorConnection> connection_;
   std::string id_;
 };
 
@@ -158,9 +155,7 @@ class RemoteExecutor {
   // a wrong address fails here. INVALID_ARGUMENT for bad options.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<RemoteExecutor>> create(
       std::string_view target, RemoteExecutorOptions options = {});
-  // close(), ignoring its status; then cancels the coordinator's
-  // asynchronous calls still in flight and waits for them
-  // (src/coordinator/remote_executor_internal.h).
+  // close(), ignoring its status.
   ~RemoteExecutor();
   RemoteExecutor(const RemoteExecutor&) = delete;
   RemoteExecutor& operator=(const RemoteExecutor&) = delete;
@@ -215,10 +210,9 @@ class RemoteExecutor {
   [[nodiscard]] const RemoteExecutorOptions& options() const;
 
  private:
-  friend class remote_executor_internal::Access;
-  explicit RemoteExecutor(std::shared_ptr<remote_executor_internal::Connection> connection);
+  explicit RemoteExecutor(std::shared_ptr<internal::ExecutorConnection> connection);
 
-  std::shared_ptr<remote_executor_internal::Connection> connection_;
+  std::shared_ptr<internal::ExecutorConnection> connection_;
 };
 
 }  // namespace psflow

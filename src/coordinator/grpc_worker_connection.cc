@@ -6,7 +6,7 @@
 #include <variant>
 
 #include "absl/strings/str_cat.h"
-#include "executor/remote_executor_internal.h"
+#include "executor/executor_connection.h"
 #include "psflow/cluster_spec.h"
 #include "psflow/remote_executor.h"
 #include "psflow/v1/task.pb.h"
@@ -15,8 +15,6 @@
 
 namespace psflow {
 namespace {
-
-namespace internal = remote_executor_internal;
 
 // Thread-safety: thread-safe (the executor is). Each run's buffers belong
 // to the executor until its callback has run, so the destructor cancels the
@@ -29,19 +27,21 @@ class GrpcWorkerConnection final : public WorkerConnection {
   GrpcWorkerConnection(const std::string& target, int worker_index,
                        const ChannelOptions& channel_options)
       : task_name_(psflow::task_name(kWorkerJob, worker_index)),
-        executor_(internal::create_unconnected(target, task_name_, RemoteExecutorOptions(),
+        connection_(internal::connect_executor(target, task_name_, RemoteExecutorOptions(),
                                                channel_options)) {}
 
   ~GrpcWorkerConnection() override {
     // Before any member goes: the callbacks use them. The executor (and
     // with it the channel) is dropped only after every call was freed.
-    internal::cancel_calls_and_wait(*executor_);
+    internal::cancel_calls_and_wait(*connection_);
   }
 
   int max_in_flight() const override { return kMaxInFlight; }
   bool supports_result_refs() const override { return true; }
 
-  absl::Status probe(absl::Time deadline) override { return internal::probe(*executor_, deadline); }
+  absl::Status probe(absl::Time deadline) override {
+    return internal::probe(*connection_, deadline);
+  }
   std::string task_name() const override { return task_name_; }
 
   void run_async(RunRequest request, Done done) override {
@@ -66,7 +66,7 @@ class GrpcWorkerConnection final : public WorkerConnection {
       }
     }
     internal::run_function_async(
-        *executor_, std::move(proto),
+        *connection_, std::move(proto),
         [this, closure_id, done = std::move(done)](const absl::Status& transport,
                                                    v1::RunFunctionResponse& response) mutable {
           std::move(done)(result_of(closure_id, transport, response));
@@ -74,7 +74,7 @@ class GrpcWorkerConnection final : public WorkerConnection {
   }
 
   void cancel(uint64_t closure_id) override {
-    internal::cancel_function_async(*executor_, closure_id);
+    internal::cancel_function_async(*connection_, closure_id);
   }
 
  private:
@@ -107,8 +107,8 @@ class GrpcWorkerConnection final : public WorkerConnection {
   }
 
   const std::string task_name_;
-  // Owns the channel and every call in flight (remote_executor_internal.h).
-  const std::unique_ptr<RemoteExecutor> executor_;
+  // Owns the channel and every call in flight (executor/executor_connection.h).
+  const std::shared_ptr<internal::ExecutorConnection> connection_;
 };
 
 }  // namespace

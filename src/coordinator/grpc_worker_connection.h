@@ -1,11 +1,11 @@
 // WorkerConnection over gRPC: runs closures on a worker task's
-// ExecutorService (internal). It is built on the public RemoteExecutor
-// (psflow/remote_executor.h): it holds one, which owns the channel and the
-// stub, and sends each closure as the asynchronous form of
+// ExecutorService (internal). It is built on the executor protocol's
+// client connection (executor/executor_connection.h), the one
+// RemoteExecutor uses: it holds one, which owns the channel and the stub,
+// and sends each closure as the asynchronous form of
 // RemoteExecutor::call_function (one RunFunction round trip) with the
 // coordinator's fields: closure id and session (exactly-once updates on
-// the ps), result references (same-worker chaining) and the incarnation
-// (remote_executor_internal.h).
+// the ps), result references (same-worker chaining) and the incarnation.
 #ifndef PSFLOW_COORDINATOR_GRPC_WORKER_CONNECTION_H_
 #define PSFLOW_COORDINATOR_GRPC_WORKER_CONNECTION_H_
 

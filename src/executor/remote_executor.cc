@@ -1,6 +1,6 @@
 // RemoteExecutor: the client of the executor protocol (psflow/remote_executor.h),
-// and the asynchronous calls the coordinator sends through it
-// (coordinator/remote_executor_internal.h).
+// and the asynchronous calls the coordinator sends over the same kind of
+// connection (executor/executor_connection.h).
 #include "psflow/remote_executor.h"
 
 #include <grpcpp/client_context.h>
@@ -20,7 +20,7 @@
 #include "absl/time/clock.h"
 #include "base/logging.h"
 #include "base/strings.h"
-#include "executor/remote_executor_internal.h"
+#include "executor/executor_connection.h"
 #include "psflow/cluster_spec.h"
 #include "psflow/status_macros.h"
 #include "psflow/v1/task.grpc.pb.h"
@@ -29,7 +29,7 @@
 #include "tensor/codec.h"
 
 namespace psflow {
-namespace remote_executor_internal {
+namespace internal {
 namespace {
 
 using Stub = v1::ExecutorService::Stub;
@@ -82,10 +82,10 @@ absl::Status check_options(const RemoteExecutorOptions& options) {
 // the gRPC callback thread, it would release the channel's last reference
 // there, which gRPC 1.51 does not support (it aborts: "ref_counted.h:183
 // assertion failed: prior > 0"; see also rpc/health_check.h).
-class Connection : public std::enable_shared_from_this<Connection> {
+class ExecutorConnection : public std::enable_shared_from_this<ExecutorConnection> {
  public:
-  Connection(std::string target, std::string task_name, RemoteExecutorOptions options,
-             const std::shared_ptr<grpc::Channel>& channel)
+  ExecutorConnection(std::string target, std::string task_name, RemoteExecutorOptions options,
+                     const std::shared_ptr<grpc::Channel>& channel)
       : target_(std::move(target)),
         task_name_(std::move(task_name)),
         options_(std::move(options)),
@@ -281,7 +281,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     return output;
   }
 
-  // --- the coordinator's asynchronous calls (remote_executor_internal.h) -------
+  // --- the coordinator's asynchronous calls (executor_connection.h) ---------
 
   void run_async(v1::RunFunctionRequest request, RunDone done) {
     if (absl::Status open = check_open(); !open.ok()) {
@@ -337,7 +337,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     absl::MutexLock lock(&calls_mu_);
     for (auto& [key, run] : runs_) run->context.TryCancel();
     for (auto& [raw, cancel] : cancels_) cancel->context.TryCancel();
-    calls_mu_.Await(absl::Condition(this, &Connection::no_calls_locked));
+    calls_mu_.Await(absl::Condition(this, &ExecutorConnection::no_calls_locked));
   }
 
   // --- streaming of structs (stream_structs) ----------------------------------
@@ -512,40 +512,29 @@ class Connection : public std::enable_shared_from_this<Connection> {
   absl::flat_hash_map<CancelCall*, std::unique_ptr<CancelCall>> cancels_ ABSL_GUARDED_BY(calls_mu_);
 };
 
-// The friend of RemoteExecutor through which the internal API reaches the
-// connection.
-class Access {
- public:
-  static Connection& connection(RemoteExecutor& executor) { return *executor.connection_; }
-  static std::unique_ptr<RemoteExecutor> make(std::shared_ptr<Connection> connection) {
-    return std::unique_ptr<RemoteExecutor>(new RemoteExecutor(std::move(connection)));
-  }
-};
-
-std::unique_ptr<RemoteExecutor> create_unconnected(std::string_view target, std::string task_name,
-                                                   RemoteExecutorOptions options,
-                                                   ChannelOptions channel_options) {
+std::shared_ptr<ExecutorConnection> connect_executor(std::string_view target, std::string task_name,
+                                                     RemoteExecutorOptions options,
+                                                     ChannelOptions channel_options) {
   channel_options.max_message_bytes = options.max_message_bytes;
   std::shared_ptr<grpc::Channel> channel = create_channel(target, channel_options);
-  return Access::make(std::make_shared<Connection>(std::string(target), std::move(task_name),
-                                                   std::move(options), channel));
+  return std::make_shared<ExecutorConnection>(std::string(target), std::move(task_name),
+                                              std::move(options), channel);
 }
 
-void run_function_async(RemoteExecutor& executor, v1::RunFunctionRequest request, RunDone done) {
-  Access::connection(executor).run_async(std::move(request), std::move(done));
+void run_function_async(ExecutorConnection& connection, v1::RunFunctionRequest request,
+                        RunDone done) {
+  connection.run_async(std::move(request), std::move(done));
 }
 
-void cancel_function_async(RemoteExecutor& executor, uint64_t closure_id) {
-  Access::connection(executor).cancel_async(closure_id);
+void cancel_function_async(ExecutorConnection& connection, uint64_t closure_id) {
+  connection.cancel_async(closure_id);
 }
 
-absl::Status probe(RemoteExecutor& executor, absl::Time deadline) {
-  return Access::connection(executor).probe(deadline);
+absl::Status probe(ExecutorConnection& connection, absl::Time deadline) {
+  return connection.probe(deadline);
 }
 
-void cancel_calls_and_wait(RemoteExecutor& executor) {
-  Access::connection(executor).cancel_calls_and_wait();
-}
+void cancel_calls_and_wait(ExecutorConnection& connection) { connection.cancel_calls_and_wait(); }
 
 absl::Status function_status(const v1::RunFunctionResponse& response) {
   const int32_t code = response.code();
@@ -556,14 +545,15 @@ absl::Status function_status(const v1::RunFunctionResponse& response) {
   return absl::Status(static_cast<absl::StatusCode>(code), response.message());
 }
 
-}  // namespace remote_executor_internal
+}  // namespace internal
 
-using remote_executor_internal::check_options;
-using remote_executor_internal::Connection;
+using internal::check_options;
+using internal::ExecutorConnection;
 
 // --- RemoteExecutorValue -------------------------------------------------------
 
-RemoteExecutorValue::RemoteExecutorValue(std::shared_ptr<Connection> connection, std::string id)
+RemoteExecutorValue::RemoteExecutorValue(std::shared_ptr<ExecutorConnection> connection,
+                                         std::string id)
     : connection_(std::move(connection)), id_(std::move(id)) {}
 
 RemoteExecutorValue::RemoteExecutorValue(RemoteExecutorValue&& other) noexcept
@@ -631,12 +621,12 @@ absl::StatusOr<std::unique_ptr<RemoteExecutor>> RemoteExecutor::create(
     }
   }
   std::string name = task_name(status.job_name(), status.task_index());
-  auto connection = std::make_shared<Connection>(std::string(target), std::move(name),
-                                                 std::move(options), channel);
+  auto connection = std::make_shared<ExecutorConnection>(std::string(target), std::move(name),
+                                                         std::move(options), channel);
   return std::unique_ptr<RemoteExecutor>(new RemoteExecutor(std::move(connection)));
 }
 
-RemoteExecutor::RemoteExecutor(std::shared_ptr<Connection> connection)
+RemoteExecutor::RemoteExecutor(std::shared_ptr<ExecutorConnection> connection)
     : connection_(std::move(connection)) {}
 
 RemoteExecutor::~RemoteExecutor() {
