@@ -49,6 +49,7 @@
 #include "absl/time/clock.h"
 #include "base/logging.h"
 #include "optimizer/optimizer_kernels.h"
+#include "ps/client/client_test_util.h"
 #include "ps/client/variable_client.h"
 #include "ps/server/execute.h"
 #include "ps/server/variable_shard.h"
@@ -206,7 +207,7 @@ bool check(benchmark::State& state, const absl::Status& status) {
 void create_variable(benchmark::State& state, const std::string& name, const Tensor& value) {
   v1::ExecuteRequest request;
   add_proto_op(request, Op::CREATE, name, &value);
-  check(state, ps().client->execute(std::move(request), deadline()).status());
+  check(state, testing::execute_proto(*ps().client, std::move(request), deadline()).status());
 }
 
 // --- raw TCP baseline ------------------------------------------------------
@@ -307,7 +308,7 @@ void BM_PullProto(benchmark::State& state) {
     v1::ExecuteRequest request;
     add_proto_op(request, Op::READ, name);
     absl::StatusOr<v1::ExecuteResponse> response =
-        ps().client->execute(std::move(request), deadline());
+        testing::execute_proto(*ps().client, std::move(request), deadline());
     if (!check(state, response.status())) break;
     absl::StatusOr<Tensor> value = tensor_from_proto(response->mutable_results(0));
     if (!check(state, value.status())) break;
@@ -324,7 +325,9 @@ void BM_PushProto(benchmark::State& state) {
   for (auto _ : state) {
     v1::ExecuteRequest request;
     add_proto_op(request, Op::ASSIGN, name, &value);
-    if (!check(state, ps().client->execute(std::move(request), deadline()).status())) break;
+    if (!check(state,
+               testing::execute_proto(*ps().client, std::move(request), deadline()).status()))
+      break;
   }
   set_bytes(state);
   set_tcp_baseline(state);
@@ -432,7 +435,7 @@ void BM_ReadScalarLatencyProto(benchmark::State& state) {
     v1::ExecuteRequest request;
     add_proto_op(request, Op::READ, "scalar");
     absl::StatusOr<v1::ExecuteResponse> response =
-        ps().client->execute(std::move(request), deadline());
+        testing::execute_proto(*ps().client, std::move(request), deadline());
     if (!check(state, response.status())) break;
     micros.push_back(absl::ToDoubleMicroseconds(absl::Now() - start));
   }
@@ -514,8 +517,8 @@ void run_rows(benchmark::State& state, MakeRequest make) {
             std::move(request), deadline(),
             [done](absl::StatusOr<std::vector<Tensor>> r) { done(r); });
       } else {
-        ps().client->execute_async(std::move(request), deadline(),
-                                   [done](absl::StatusOr<v1::ExecuteResponse> r) { done(r); });
+        testing::execute_proto_async(*ps().client, std::move(request), deadline(),
+                                     [done](absl::StatusOr<v1::ExecuteResponse> r) { done(r); });
       }
     }
     pending.Wait();

@@ -28,11 +28,6 @@ class CountingVariableClient final : public VariableClient {
       : inner_(std::move(inner)) {}
 
   const std::string& task_name() const override { return inner_->task_name(); }
-  void execute_async(v1::ExecuteRequest request, absl::Time deadline, Callback done) override {
-    ++requests_;
-    ops_ += request.ops_size();
-    inner_->execute_async(std::move(request), deadline, std::move(done));
-  }
   void execute_batch_async(ExecuteBatch batch, absl::Time deadline, BatchCallback done) override {
     ++requests_;
     ops_ += static_cast<int>(batch.ops.size());

@@ -21,6 +21,7 @@
 #include "absl/time/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "ps/client/client_test_util.h"
 #include "ps/client/variable_client.h"
 #include "ps/server/execute.h"
 #include "ps/server/local_variable_client.h"
@@ -207,7 +208,8 @@ TEST_F(VariableServiceTest, EveryOpThroughGrpcMatchesTheInProcessStore) {
     } else {
       v1::ExecuteRequest request;
       batch_to_proto(batches[i], &request);
-      absl::StatusOr<v1::ExecuteResponse> response = ps(0).execute(std::move(request), deadline());
+      absl::StatusOr<v1::ExecuteResponse> response =
+          testing::execute_proto(ps(0), std::move(request), deadline());
       ASSERT_TRUE(response.ok()) << response.status();
       for (v1::TensorProto& proto : *response->mutable_results()) {
         absl::StatusOr<Tensor> t = tensor_from_proto(&proto);
@@ -555,7 +557,7 @@ TEST(VariableServiceFailureTest, CallsToAKilledPsFailFastWithUnavailableNamingIt
   // The proto interface too, and the other ps is unaffected.
   v1::ExecuteRequest request;
   request.add_ops()->set_variable("v");
-  EXPECT_EQ(ps1->execute(std::move(request), deadline()).status().code(),
+  EXPECT_EQ(testing::execute_proto(*ps1, std::move(request), deadline()).status().code(),
             absl::StatusCode::kUnavailable);
   absl::StatusOr<std::vector<Tensor>> alive =
       ps0->execute_batch(batch_of({op(Op::READ, "v")}), deadline());

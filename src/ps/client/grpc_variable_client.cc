@@ -61,26 +61,6 @@ class GrpcVariableClient final : public VariableClient {
 
   const std::string& task_name() const override { return task_name_; }
 
-  void execute_async(v1::ExecuteRequest request, absl::Time deadline, Callback done) override {
-    absl::StatusOr<ExecuteBatch> batch = batch_from_proto(request);
-    if (!batch.ok()) {
-      done(annotate(batch.status()));
-      return;
-    }
-    execute_batch_async(*std::move(batch), deadline,
-                        [done = std::move(done)](absl::StatusOr<std::vector<Tensor>> results) {
-                          if (!results.ok()) {
-                            done(results.status());
-                            return;
-                          }
-                          v1::ExecuteResponse response;
-                          response.mutable_results()->Reserve(static_cast<int>(results->size()));
-                          for (const Tensor& t : *results)
-                            tensor_to_proto(t, response.add_results());
-                          done(std::move(response));
-                        });
-  }
-
   void execute_batch_async(ExecuteBatch batch, absl::Time deadline, BatchCallback done) override {
     auto call = std::make_shared<Call>();
     call->request = encode_execute_request(batch);

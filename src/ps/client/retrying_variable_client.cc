@@ -127,19 +127,6 @@ class RetryingVariableClient final : public VariableClient {
 
   const std::string& task_name() const override { return inner_->task_name(); }
 
-  void execute_async(v1::ExecuteRequest request, absl::Time deadline, Callback done) override {
-    if (policy_.max_attempts <= 1 || !is_safe_to_repeat(request)) {
-      inner_->execute_async(std::move(request), deadline, std::move(done));
-      return;
-    }
-    using Call = RetriedCall<v1::ExecuteRequest, absl::StatusOr<v1::ExecuteResponse>>;
-    auto call = std::make_shared<Call>(
-        Call{std::move(request), deadline, std::move(done), 1, policy_.initial_backoff});
-    send(call, [this](const std::shared_ptr<Call>& c, auto on_result) {
-      inner_->execute_async(c->request, c->deadline, std::move(on_result));
-    });
-  }
-
   void execute_batch_async(ExecuteBatch batch, absl::Time deadline, BatchCallback done) override {
     if (policy_.max_attempts <= 1 || !is_safe_to_repeat(batch)) {
       inner_->execute_batch_async(std::move(batch), deadline, std::move(done));
@@ -198,12 +185,6 @@ bool is_safe_to_repeat(const ExecuteBatch& batch) {
   if (batch.update_key.has_value()) return true;
   return std::all_of(batch.ops.begin(), batch.ops.end(),
                      [](const VariableOpArgs& op) { return is_set_not_accumulate(op.kind); });
-}
-
-bool is_safe_to_repeat(const v1::ExecuteRequest& request) {
-  if (request.has_update_key() && request.update_key().session() != 0) return true;
-  return std::all_of(request.ops().begin(), request.ops().end(),
-                     [](const v1::VariableOp& op) { return is_set_not_accumulate(op.kind()); });
 }
 
 std::unique_ptr<VariableClient> make_retrying_variable_client(std::unique_ptr<VariableClient> inner,

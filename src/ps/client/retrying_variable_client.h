@@ -32,7 +32,6 @@ struct RetryPolicy {
 // or when each of its writes sets rather than accumulates (assign,
 // scatter_update/min/max, create, restore).
 [[nodiscard]] bool is_safe_to_repeat(const ExecuteBatch& batch);
-[[nodiscard]] bool is_safe_to_repeat(const v1::ExecuteRequest& request);
 
 // Wraps `inner`: a call ending with a retryable status (rpc/grpc_status.h
 // is_retryable: UNAVAILABLE, DEADLINE_EXCEEDED, ABORTED) is sent again

@@ -25,14 +25,6 @@ class ScriptedClient final : public VariableClient {
 
   const std::string& task_name() const override { return name_; }
 
-  void execute_async(v1::ExecuteRequest, absl::Time, Callback done) override {
-    absl::Status s = next();
-    if (s.ok()) {
-      done(v1::ExecuteResponse());
-    } else {
-      done(s);
-    }
-  }
   void execute_batch_async(ExecuteBatch batch, absl::Time, BatchCallback done) override {
     absl::Status s = next();
     if (s.ok()) {
@@ -132,27 +124,6 @@ TEST(RetryingVariableClientTest, KeyedUpdatesAreRetried) {
   absl::StatusOr<std::vector<Tensor>> r = client->execute_batch(std::move(batch), deadline());
   EXPECT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(calls.load(), 2);
-}
-
-TEST(RetryingVariableClientTest, ProtoRequestsFollowTheSameRules) {
-  std::atomic<int> calls{0};
-  auto client = scripted(
-      std::vector<absl::Status>{absl::UnavailableError("down"), absl::UnavailableError("down")},
-      &calls);
-  v1::ExecuteRequest assign;
-  assign.add_ops()->set_kind(Op::ASSIGN);
-  EXPECT_TRUE(client->execute(assign, deadline()).ok());
-  EXPECT_EQ(calls.load(), 3);
-
-  v1::ExecuteRequest add;
-  add.add_ops()->set_kind(Op::SCATTER_ADD);
-  std::atomic<int> add_calls{0};
-  auto add_client = make_retrying_variable_client(
-      std::make_unique<ScriptedClient>(std::vector<absl::Status>{absl::UnavailableError("down")},
-                                       &add_calls),
-      fast_policy(6));
-  EXPECT_TRUE(absl::IsUnavailable(add_client->execute(add, deadline()).status()));
-  EXPECT_EQ(add_calls.load(), 1);
 }
 
 TEST(RetryingVariableClientTest, NoRetryWaitsPastTheCallDeadline) {

@@ -13,43 +13,6 @@
 
 namespace psflow {
 
-absl::StatusOr<v1::ExecuteResponse> VariableClient::execute(v1::ExecuteRequest request,
-                                                            absl::Time deadline) {
-  absl::Notification done;
-  absl::StatusOr<v1::ExecuteResponse> out;
-  execute_async(std::move(request), deadline, [&](absl::StatusOr<v1::ExecuteResponse> r) {
-    out = std::move(r);
-    done.Notify();
-  });
-  done.WaitForNotification();
-  return out;
-}
-
-void VariableClient::execute_batch_async(ExecuteBatch batch, absl::Time deadline,
-                                         BatchCallback done) {
-  v1::ExecuteRequest request;
-  batch_to_proto(batch, &request);
-  execute_async(std::move(request), deadline,
-                [done = std::move(done)](absl::StatusOr<v1::ExecuteResponse> response) {
-                  if (!response.ok()) {
-                    done(response.status());
-                    return;
-                  }
-                  std::vector<Tensor> results;
-                  results.reserve(static_cast<size_t>(response->results_size()));
-                  for (v1::TensorProto& proto : *response->mutable_results()) {
-                    absl::StatusOr<Tensor> t = tensor_from_proto(&proto);
-                    if (!t.ok()) {
-                      done(absl::InternalError(absl::StrCat(
-                          "result ", results.size(), " does not decode: ", t.status().message())));
-                      return;
-                    }
-                    results.push_back(*std::move(t));
-                  }
-                  done(std::move(results));
-                });
-}
-
 absl::StatusOr<std::vector<Tensor>> VariableClient::execute_batch(ExecuteBatch batch,
                                                                   absl::Time deadline) {
   absl::Notification done;
@@ -60,26 +23,6 @@ absl::StatusOr<std::vector<Tensor>> VariableClient::execute_batch(ExecuteBatch b
   });
   done.WaitForNotification();
   return out;
-}
-
-std::vector<absl::StatusOr<v1::ExecuteResponse>> execute_parallel(
-    const std::vector<VariableClient*>& clients, std::vector<v1::ExecuteRequest> requests,
-    absl::Time deadline) {
-  std::vector<absl::StatusOr<v1::ExecuteResponse>> results(requests.size(), v1::ExecuteResponse());
-  std::vector<size_t> todo;
-  for (size_t i = 0; i < requests.size() && i < clients.size(); ++i) {
-    if (clients[i] != nullptr && requests[i].ops_size() > 0) todo.push_back(i);
-  }
-  absl::BlockingCounter pending(static_cast<int>(todo.size()));
-  for (size_t i : todo) {
-    clients[i]->execute_async(std::move(requests[i]), deadline,
-                              [&results, &pending, i](absl::StatusOr<v1::ExecuteResponse> r) {
-                                results[i] = std::move(r);
-                                pending.DecrementCount();
-                              });
-  }
-  pending.Wait();
-  return results;
 }
 
 std::vector<absl::StatusOr<std::vector<Tensor>>> execute_batches_parallel(

@@ -16,45 +16,32 @@
 
 namespace psflow {
 
-// Sends ExecuteRequests to one ps task (or, for variables made outside a
-// strategy scope, to an in-process store with the same semantics).
+// Sends batches of variable ops to one ps task (or, for variables made
+// outside a strategy scope, to an in-process store with the same semantics).
 // Thread-safety: all methods are thread-safe; many requests may be in flight.
 class VariableClient {
  public:
-  using Callback = std::function<void(absl::StatusOr<v1::ExecuteResponse>)>;
   // The results of a batch's READ and GATHER ops, in op order.
   using BatchCallback = std::function<void(absl::StatusOr<std::vector<Tensor>>)>;
 
   virtual ~VariableClient() = default;
   // "/job:ps/replica:0/task:1", or "/job:chief/replica:0/task:0" for local.
   [[nodiscard]] virtual const std::string& task_name() const = 0;
-  // Runs `request` on the task and calls `done` exactly once, possibly on
-  // another thread, possibly before returning. Errors name the task.
-  virtual void execute_async(v1::ExecuteRequest request, absl::Time deadline, Callback done) = 0;
+  // Runs `batch` on the task and calls `done` exactly once, possibly on
+  // another thread, possibly before returning. Errors name the task. No
+  // payload is copied into or out of protos: the batch's tensors are
+  // shared, not copied (the gRPC client sends their bytes straight from
+  // their buffers), so do not write to them until `done` runs. Results are
+  // the caller's own tensors.
+  virtual void execute_batch_async(ExecuteBatch batch, absl::Time deadline, BatchCallback done) = 0;
   // Blocking form.
-  [[nodiscard]] absl::StatusOr<v1::ExecuteResponse> execute(v1::ExecuteRequest request,
-                                                            absl::Time deadline);
-
-  // The same with tensors kept as Tensors: the fast path, where no payload
-  // is copied into or out of protos. The batch's tensors are shared, not
-  // copied (the gRPC client sends their bytes straight from their buffers),
-  // so do not write to them until `done` runs. Results are the caller's own
-  // tensors. The default implementation converts to and from the proto
-  // form; the gRPC and local clients override it.
-  virtual void execute_batch_async(ExecuteBatch batch, absl::Time deadline, BatchCallback done);
   [[nodiscard]] absl::StatusOr<std::vector<Tensor>> execute_batch(ExecuteBatch batch,
                                                                   absl::Time deadline);
 };
 
-// Runs one request per client in parallel and waits for all of them.
-// results[i] answers requests[i]; a null client or empty request is skipped
-// (its result is an empty response).
-[[nodiscard]] std::vector<absl::StatusOr<v1::ExecuteResponse>> execute_parallel(
-    const std::vector<VariableClient*>& clients, std::vector<v1::ExecuteRequest> requests,
-    absl::Time deadline);
-
-// As above for native batches; results[i] holds the READ/GATHER results of
-// batches[i] (empty for a skipped one). With `update_keys` (a scheduled
+// Runs one batch per client in parallel and waits for all of them.
+// results[i] holds the READ/GATHER results of batches[i]; a null client or
+// an empty batch is skipped (its result is empty). With `update_keys` (a scheduled
 // closure's), batches that change state and carry no key yet get the
 // closure's next key, one for all of them.
 [[nodiscard]] std::vector<absl::StatusOr<std::vector<Tensor>>> execute_batches_parallel(

@@ -243,13 +243,4 @@ absl::Status execute_variable_ops(VariableStore& store, ExecuteBatch& batch,
   return absl::OkStatus();
 }
 
-absl::Status execute_variable_ops(VariableStore& store, v1::ExecuteRequest& request,
-                                  v1::ExecuteResponse* response) {
-  PSFLOW_ASSIGN_OR_RETURN(ExecuteBatch batch, batch_from_proto(request));
-  std::vector<Tensor> results;
-  PSFLOW_RETURN_IF_ERROR(execute_variable_ops(store, batch, &results));
-  for (const Tensor& t : results) tensor_to_proto(t, response->add_results());
-  return absl::OkStatus();
-}
-
 }  // namespace psflow

@@ -32,12 +32,6 @@ namespace psflow {
 [[nodiscard]] absl::Status execute_variable_ops(VariableStore& store, ExecuteBatch& batch,
                                                 std::vector<Tensor>* results);
 
-// The same for the wire form: tensor payloads are moved out of `request`
-// rather than copied, so it is left consumed. Results are copied into
-// `response->results`.
-[[nodiscard]] absl::Status execute_variable_ops(VariableStore& store, v1::ExecuteRequest& request,
-                                                v1::ExecuteResponse* response);
-
 }  // namespace psflow
 
 #endif  // PSFLOW_PS_SERVER_EXECUTE_H_

@@ -8,6 +8,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "optimizer/optimizer_kernels.h"
+#include "ps/server/execute_test_util.h"
 #include "tensor/codec.h"
 
 namespace psflow {
@@ -48,7 +49,7 @@ TEST_F(ExecuteTest, BatchOfReadsUpdatesAndGathersRunsInOrder) {
   add_op(req, Op::READ, "b");
   add_op(req, Op::GATHER, "w", nullptr, &ids);
   v1::ExecuteResponse resp;
-  ASSERT_TRUE(execute_variable_ops(store_, req, &resp).ok());
+  ASSERT_TRUE(testing::execute_proto(store_, req, &resp).ok());
   ASSERT_EQ(resp.results_size(), 3);
   EXPECT_EQ(result(resp, 0), Tensor::from_vector<float>({0.5f, -0.5f}, {2}));
   EXPECT_EQ(result(resp, 1), Tensor::from_vector<float>({1.5f, 0.5f}, {2}));
@@ -67,7 +68,7 @@ TEST_F(ExecuteTest, ApplyGradientsWithRequestOptimizer) {
   add_op(req, Op::APPLY_SPARSE, "w", &rows, &ids);
   req.mutable_ops(1)->set_learning_rate(1.0);
   v1::ExecuteResponse resp;
-  ASSERT_TRUE(execute_variable_ops(store_, req, &resp).ok());
+  ASSERT_TRUE(testing::execute_proto(store_, req, &resp).ok());
   EXPECT_EQ((*store_.find("b"))->read(), Tensor::from_vector<float>({0, -1}, {2}));
   EXPECT_EQ((*store_.find("w"))->read(), Tensor::from_vector<float>({1, 2, -1, -2, 5, 6}, {3, 2}));
 }
@@ -113,7 +114,7 @@ TEST_F(ExecuteTest, ABadOpRejectsTheWholeBatchBeforeAnyChange) {
     add_op(req, Op::ASSIGN_ADD, "b", &delta);  // a good op first
     c.add_bad(req);
     v1::ExecuteResponse resp;
-    absl::Status s = execute_variable_ops(store_, req, &resp);
+    absl::Status s = testing::execute_proto(store_, req, &resp);
     EXPECT_EQ(s.code(), c.code) << s;
     EXPECT_NE(s.message().find("op 1"), absl::string_view::npos) << s;
     EXPECT_EQ((*store_.find("b"))->read(), Tensor::from_vector<float>({0.5f, -0.5f}, {2}));
@@ -126,18 +127,19 @@ TEST_F(ExecuteTest, CreateIfAbsentKeepsValueAndCreateReplaces) {
   const Tensor fresh = Tensor::from_vector<float>({7, 7}, {2});
   add_op(req, Op::CREATE_IF_ABSENT, "b", &fresh);
   v1::ExecuteResponse resp;
-  ASSERT_TRUE(execute_variable_ops(store_, req, &resp).ok());
+  ASSERT_TRUE(testing::execute_proto(store_, req, &resp).ok());
   EXPECT_EQ((*store_.find("b"))->read(), Tensor::from_vector<float>({0.5f, -0.5f}, {2}));
 
   v1::ExecuteRequest replace;
   add_op(replace, Op::CREATE, "b", &fresh);
-  ASSERT_TRUE(execute_variable_ops(store_, replace, &resp).ok());
+  ASSERT_TRUE(testing::execute_proto(store_, replace, &resp).ok());
   EXPECT_EQ((*store_.find("b"))->read(), fresh);
 
   v1::ExecuteRequest mismatch;
   const Tensor other = Tensor::from_vector<float>({1, 2, 3}, {3});
   add_op(mismatch, Op::CREATE_IF_ABSENT, "b", &other);
-  EXPECT_EQ(execute_variable_ops(store_, mismatch, &resp).code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(testing::execute_proto(store_, mismatch, &resp).code(),
+            absl::StatusCode::kAlreadyExists);
 }
 
 }  // namespace
@@ -319,7 +321,7 @@ TEST(ExecuteUpdateKeyTest, DuplicateKeysSkipUpdatesButAnswerReads) {
   };
   const auto run = [&](v1::ExecuteRequest req) -> absl::StatusOr<int64_t> {
     v1::ExecuteResponse resp;
-    absl::Status s = execute_variable_ops(store, req, &resp);
+    absl::Status s = testing::execute_proto(store, req, &resp);
     if (!s.ok()) return s;
     absl::StatusOr<Tensor> t = tensor_from_proto(resp.mutable_results(0));
     if (!t.ok()) return t.status();

@@ -18,16 +18,6 @@ class LocalVariableClient final : public VariableClient {
 
   const std::string& task_name() const override { return task_name_; }
 
-  void execute_async(v1::ExecuteRequest request, absl::Time /*deadline*/, Callback done) override {
-    v1::ExecuteResponse response;
-    absl::Status s = execute_variable_ops(*store_, request, &response);
-    if (s.ok()) {
-      done(std::move(response));
-    } else {
-      done(s);
-    }
-  }
-
   void execute_batch_async(ExecuteBatch batch, absl::Time /*deadline*/,
                            BatchCallback done) override {
     std::vector<Tensor> results;

@@ -11,6 +11,7 @@
 #include "ps/request/grpc_execute_codec.h"
 #include "ps/request/snapshot_results.h"
 #include "ps/server/execute.h"
+#include "ps/server/execute_test_util.h"
 #include "ps/server/local_variable_client.h"
 #include "ps/server/variable_store.h"
 
@@ -336,7 +337,7 @@ TEST(RestoreTest, ProtoPathCarriesTheOptimizerState) {
   v1::ExecuteRequest request;
   batch_to_proto(b, &request);
   v1::ExecuteResponse response;
-  ASSERT_TRUE(execute_variable_ops(store, request, &response).ok());
+  ASSERT_TRUE(testing::execute_proto(store, request, &response).ok());
   expect_same_state((*store.find("copy"))->snapshot(), saved);
 }
 
