@@ -29,7 +29,7 @@ void BM_TrainMlpEpoch(benchmark::State& state) {
   double examples_per_sec = 0;
   int64_t examples = 0;
   for (auto _ : state) {
-    absl::StatusOr<TrainSummary> summary = train_classifier((*cluster)->cluster_spec(), train);
+    absl::StatusOr<TrainSummary> summary = psflow::train((*cluster)->cluster_spec(), train);
     if (!summary.ok()) {
       state.SkipWithError(summary.status().ToString().c_str());
       return;

@@ -25,17 +25,16 @@ Json shape_json(const Shape& shape) {
 }
 
 Json optimizer_json(const OptimizerConfig& c) {
-  return Json{{"kind", std::string(optimizer_name(c.kind))},
-              {"momentum", c.momentum},
-              {"nesterov", c.nesterov},
-              {"initial_accumulator_value", c.initial_accumulator_value},
-              {"epsilon", c.epsilon},
-              {"beta_1", c.beta_1},
-              {"beta_2", c.beta_2},
-              {"learning_rate_power", c.learning_rate_power},
-              {"l1_regularization_strength", c.l1_regularization_strength},
-              {"l2_regularization_strength", c.l2_regularization_strength},
-              {"beta", c.beta}};
+  Json j{{std::string(kOptimizerKindField), std::string(optimizer_name(c.kind))}};
+  for (const OptimizerField& f : kOptimizerFields) {
+    const std::string key(f.name);
+    if (f.flag != nullptr) {
+      j[key] = c.*f.flag;
+    } else {
+      j[key] = c.*f.number;
+    }
+  }
+  return j;
 }
 
 // Reads fields of untrusted JSON; every error names the file and where.
@@ -134,25 +133,19 @@ absl::StatusOr<OptimizerConfig> parse_optimizer(const Reader& r, const Json& j) 
   const std::string where = "optimizer";
   if (!j.is_object()) return r.error(where, "is not an object");
   OptimizerConfig c;
-  PSFLOW_ASSIGN_OR_RETURN(std::string kind, r.string(j, "kind", where));
+  PSFLOW_ASSIGN_OR_RETURN(std::string kind, r.string(j, av(kOptimizerKindField), where));
   absl::StatusOr<OptimizerConfig::Kind> k = optimizer_kind_from_name(kind);
   if (!k.ok()) return r.error(where, k.status().message());
   c.kind = *k;
-  PSFLOW_ASSIGN_OR_RETURN(c.momentum, r.number(j, "momentum", where));
-  PSFLOW_ASSIGN_OR_RETURN(const Json* nesterov,
-                          r.typed(j, "nesterov", where, Json::value_t::boolean, "a boolean"));
-  c.nesterov = nesterov->get<bool>();
-  PSFLOW_ASSIGN_OR_RETURN(c.initial_accumulator_value,
-                          r.number(j, "initial_accumulator_value", where));
-  PSFLOW_ASSIGN_OR_RETURN(c.epsilon, r.number(j, "epsilon", where));
-  PSFLOW_ASSIGN_OR_RETURN(c.beta_1, r.number(j, "beta_1", where));
-  PSFLOW_ASSIGN_OR_RETURN(c.beta_2, r.number(j, "beta_2", where));
-  PSFLOW_ASSIGN_OR_RETURN(c.learning_rate_power, r.number(j, "learning_rate_power", where));
-  PSFLOW_ASSIGN_OR_RETURN(c.l1_regularization_strength,
-                          r.number(j, "l1_regularization_strength", where));
-  PSFLOW_ASSIGN_OR_RETURN(c.l2_regularization_strength,
-                          r.number(j, "l2_regularization_strength", where));
-  PSFLOW_ASSIGN_OR_RETURN(c.beta, r.number(j, "beta", where));
+  for (const OptimizerField& f : kOptimizerFields) {
+    if (f.flag != nullptr) {
+      PSFLOW_ASSIGN_OR_RETURN(const Json* flag,
+                              r.typed(j, av(f.name), where, Json::value_t::boolean, "a boolean"));
+      c.*f.flag = flag->get<bool>();
+    } else {
+      PSFLOW_ASSIGN_OR_RETURN(c.*f.number, r.number(j, av(f.name), where));
+    }
+  }
   if (absl::Status s = validate_optimizer(c); !s.ok()) return r.error(where, s.message());
   return c;
 }

@@ -16,8 +16,8 @@
 #include "cli/local_cluster_session.h"
 #include "psflow/cluster_resolver.h"
 #include "rpc/channel.h"
+#include "train/model_registry.h"
 #include "train/trainer.h"
-#include "train/wide_deep_trainer.h"
 
 namespace psflow {
 namespace {
@@ -41,32 +41,40 @@ std::string default_run_dir(const TrainOptions& options) {
 
 int run_train(TrainFlags flags, const CLI::App& app) {
   TrainOptions& options = flags.train;
-  const bool wide_deep = options.model == kWideDeepModel;
-  if (wide_deep) {
-    // Its own defaults where the user gave none (sparse ids train best with
-    // Adagrad and large batches).
-    if (app.count("--optimizer") == 0) options.optimizer = kWideDeepDefaultOptimizer;
-    if (app.count("--learning-rate") == 0) options.learning_rate = kWideDeepDefaultLearningRate;
-    if (app.count("--batch-size") == 0) options.batch_size = kWideDeepDefaultBatchSize;
+  absl::StatusOr<std::unique_ptr<Model>> model = make_model(options.model);
+  if (!model.ok()) {
+    std::fprintf(stderr, "psflow train: %s\n", std::string(model.status().message()).c_str());
+    return kExitUsage;
+  }
+  // The model's own defaults where the user gave none (wide_deep's sparse
+  // ids train best with Adagrad and large batches).
+  const ModelDefaults defaults = (*model)->defaults();
+  if (defaults.optimizer.has_value() && app.count("--optimizer") == 0) {
+    options.optimizer = *defaults.optimizer;
+  }
+  if (defaults.learning_rate.has_value() && app.count("--learning-rate") == 0) {
+    options.learning_rate = *defaults.learning_rate;
+  }
+  if (defaults.batch_size.has_value() && app.count("--batch-size") == 0) {
+    options.batch_size = *defaults.batch_size;
   }
   if (options.run_dir.empty()) options.run_dir = default_run_dir(options);
-  if (absl::Status valid =
-          wide_deep ? validate_wide_deep_options(options) : validate_train_options(options);
-      !valid.ok()) {
+  if (absl::Status valid = validate_train_options(options, **model); !valid.ok()) {
     std::fprintf(stderr, "psflow train: %s\n", std::string(valid.message()).c_str());
     return kExitUsage;
   }
   options.interactive_progress = ::isatty(STDOUT_FILENO) == 1;
 
-  if (options.strategy == "mirrored") {
+  const std::string data = (*model)->data_name(options);
+  if (options.strategy == kMirroredStrategy) {
     std::printf(
-        "training %s on Fashion-MNIST with %d synchronous replicas in this process: %d "
+        "training %s on %s with %d synchronous replicas in this process: %d "
         "epochs, global batch %lld, %s lr %g; run dir %s\n",
-        options.model.c_str(), options.replicas, options.epochs,
+        options.model.c_str(), data.c_str(), options.replicas, options.epochs,
         static_cast<long long>(options.batch_size), options.optimizer.c_str(),
         options.learning_rate, options.run_dir.c_str());
     std::fflush(stdout);
-    return report(train_classifier_mirrored(options), options);
+    return report(train(ClusterSpec(), options), options);
   }
 
   LocalClusterSession session;
@@ -130,15 +138,11 @@ int run_train(TrainFlags flags, const CLI::App& app) {
     spec = (*cluster)->cluster_spec();
   }
   std::printf("training %s on %s: %d epochs, batch %lld, %s lr %g; run dir %s\n",
-              options.model.c_str(),
-              !wide_deep                 ? "Fashion-MNIST"
-              : options.data_dir.empty() ? "generated click data"
-                                         : options.data_dir.c_str(),
-              options.epochs, static_cast<long long>(options.batch_size), options.optimizer.c_str(),
+              options.model.c_str(), data.c_str(), options.epochs,
+              static_cast<long long>(options.batch_size), options.optimizer.c_str(),
               options.learning_rate, options.run_dir.c_str());
   std::fflush(stdout);
-  return report(wide_deep ? train_wide_deep(spec, options) : train_classifier(spec, options),
-                options);
+  return report(train(spec, options), options);
 }
 
 int report(const absl::StatusOr<TrainSummary>& summary, const TrainOptions& options) {

@@ -15,6 +15,39 @@
 
 namespace psflow {
 
+// One hyper-parameter of OptimizerConfig (every member but `kind`) and its
+// names: the one list that each format of a config walks (the checkpoint
+// index's JSON, the ps wire's OptimizerProto, a closure's Structure), so
+// that a new hyper-parameter is added here once.
+// Thread-safety: a constant.
+struct OptimizerField {
+  // The name in the checkpoint index and on the wire: the member's own.
+  std::string_view name;
+  // The name in a closure's Structure: the same, except FTRL's "l1" and
+  // "l2", which running workers and existing runs send.
+  std::string_view structure_name;
+  // Exactly one is set.
+  double OptimizerConfig::*number = nullptr;
+  bool OptimizerConfig::*flag = nullptr;
+};
+
+// In OptimizerConfig's order; `kind` travels as optimizer_name() under
+// kOptimizerKindField in every format.
+inline constexpr std::string_view kOptimizerKindField = "kind";
+inline constexpr OptimizerField kOptimizerFields[] = {
+    {"momentum", "momentum", &OptimizerConfig::momentum},
+    {"nesterov", "nesterov", nullptr, &OptimizerConfig::nesterov},
+    {"initial_accumulator_value", "initial_accumulator_value",
+     &OptimizerConfig::initial_accumulator_value},
+    {"epsilon", "epsilon", &OptimizerConfig::epsilon},
+    {"beta_1", "beta_1", &OptimizerConfig::beta_1},
+    {"beta_2", "beta_2", &OptimizerConfig::beta_2},
+    {"learning_rate_power", "learning_rate_power", &OptimizerConfig::learning_rate_power},
+    {"l1_regularization_strength", "l1", &OptimizerConfig::l1_regularization_strength},
+    {"l2_regularization_strength", "l2", &OptimizerConfig::l2_regularization_strength},
+    {"beta", "beta", &OptimizerConfig::beta},
+};
+
 // "sgd", "momentum", "adagrad", "adam", "ftrl".
 [[nodiscard]] std::string_view optimizer_name(OptimizerConfig::Kind kind);
 [[nodiscard]] absl::StatusOr<OptimizerConfig::Kind> optimizer_kind_from_name(std::string_view name);

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -23,6 +24,14 @@ struct ClosureArgs {
                                                        Structure::Kind kind) const;
   [[nodiscard]] absl::StatusOr<double> float_field(const Structure& s, std::string_view key) const;
   [[nodiscard]] absl::StatusOr<int64_t> int_field(const Structure& s, std::string_view key) const;
+  // The integer `key`, in [lo, hi].
+  [[nodiscard]] absl::StatusOr<int64_t> int_in_range(const Structure& s, std::string_view key,
+                                                     int64_t lo, int64_t hi) const;
+  // The list `key` of at most `max_size` integers, each in [lo, hi] (a
+  // model's layer sizes).
+  [[nodiscard]] absl::StatusOr<std::vector<int64_t>> int_list(const Structure& s,
+                                                              std::string_view key, size_t max_size,
+                                                              int64_t lo, int64_t hi) const;
 };
 
 }  // namespace psflow

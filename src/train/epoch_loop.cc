@@ -30,15 +30,20 @@ absl::Status validate_ps_recovery_options(const TrainOptions& o) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<EpochLoop> EpochLoop::create(const ClusterSpec& spec, const TrainOptions& options,
-                                            const std::vector<ShardedVariable>& variables,
-                                            const Optimizer& optimizer, int64_t steps_per_epoch) {
+absl::StatusOr<EpochLoop> EpochLoop::without_checkpoints(const TrainOptions& options,
+                                                         int64_t steps_per_epoch) {
   if (steps_per_epoch < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("an epoch of ", steps_per_epoch, " steps trains nothing"));
   }
+  return EpochLoop(options, steps_per_epoch);
+}
+
+absl::StatusOr<EpochLoop> EpochLoop::create(const ClusterSpec& spec, const TrainOptions& options,
+                                            const std::vector<ShardedVariable>& variables,
+                                            const Optimizer& optimizer, int64_t steps_per_epoch) {
+  PSFLOW_ASSIGN_OR_RETURN(EpochLoop loop, without_checkpoints(options, steps_per_epoch));
   PSFLOW_RETURN_IF_ERROR(validate_ps_recovery_options(options));
-  EpochLoop loop(options, steps_per_epoch);
   if (!options.run_dir.empty()) {
     std::map<std::string, ShardedVariable> named;
     for (const ShardedVariable& v : variables) named.emplace(v.name(), v);

@@ -20,7 +20,7 @@
 #include "psflow/optimizer.h"
 #include "psflow/ps_recovery.h"
 #include "psflow/variable.h"
-#include "train/trainer.h"
+#include "train/train_options.h"
 
 namespace psflow {
 
@@ -55,6 +55,11 @@ class EpochLoop {
       const ClusterSpec& spec, const TrainOptions& options,
       const std::vector<ShardedVariable>& variables, const Optimizer& optimizer,
       int64_t steps_per_epoch);
+
+  // Epochs 1 .. options.epochs with neither checkpoints nor ps tasks to
+  // watch: a run in this process alone (the mirrored strategy).
+  [[nodiscard]] static absl::StatusOr<EpochLoop> without_checkpoints(const TrainOptions& options,
+                                                                     int64_t steps_per_epoch);
 
   // The epoch training starts from: 1, or the one after the restored
   // checkpoint's (from the optimizer's iterations, TF's advice for a

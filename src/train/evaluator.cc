@@ -16,9 +16,10 @@
 #include "psflow/checkpoint.h"
 #include "psflow/status_macros.h"
 #include "psflow/strategy.h"
+#include "train/classifier.h"
 #include "train/event_writer.h"
 #include "train/mlp.h"
-#include "train/trainer.h"
+#include "train/run_files.h"
 
 namespace psflow {
 namespace {
@@ -135,7 +136,7 @@ absl::StatusOr<int> run_evaluator(const EvaluatorOptions& options) {
       }
       PSFLOW_ASSIGN_OR_RETURN(std::vector<Tensor> params, read_values(vars));
       PSFLOW_ASSIGN_OR_RETURN(
-          ClassifierEvaluation result,
+          ModelMetrics result,
           evaluate_classifier(spec, params, data.test_images, data.test_labels));
       const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
       metrics << nlohmann::json({{"checkpoint", path},

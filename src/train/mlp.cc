@@ -7,12 +7,14 @@
 #include "psflow/nn.h"
 #include "psflow/status_macros.h"
 #include "psflow/strategy.h"
+#include "train/closure_args.h"
 
 namespace psflow {
 namespace {
 
 constexpr int64_t kMaxDim = int64_t{1} << 24;
 constexpr size_t kMaxLayers = 64;
+constexpr ClosureArgs kSpecArgs{"model spec"};
 
 absl::Status check_params(const MlpSpec& spec, const std::vector<Tensor>& params) {
   const std::vector<Shape> shapes = spec.parameter_shapes();
@@ -54,34 +56,10 @@ Structure MlpSpec::to_structure() const {
 }
 
 absl::StatusOr<MlpSpec> MlpSpec::from_structure(const Structure& s) {
-  const auto bad = [&](std::string_view what) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("malformed model spec (", av(what), "): ", s.debug_string().substr(0, 200)));
-  };
-  if (!s.is_dict()) return bad("not a dict");
-  const auto dim = [&](std::string_view key) -> absl::StatusOr<int64_t> {
-    auto it = s.fields().find(key);
-    if (it == s.fields().end() || it->second.kind() != Structure::Kind::kInt) {
-      return bad(absl::StrCat("no integer '", av(key), "'"));
-    }
-    const int64_t v = it->second.int_value();
-    if (v < 1 || v > kMaxDim) return bad(absl::StrCat("'", av(key), "' out of range"));
-    return v;
-  };
   MlpSpec spec;
-  PSFLOW_ASSIGN_OR_RETURN(spec.input_dim, dim("input_dim"));
-  PSFLOW_ASSIGN_OR_RETURN(spec.num_classes, dim("num_classes"));
-  auto it = s.fields().find("hidden");
-  if (it == s.fields().end() || !it->second.is_sequence() || it->second.size() > kMaxLayers) {
-    return bad("no list 'hidden'");
-  }
-  spec.hidden.clear();
-  for (const Structure& h : it->second.items()) {
-    if (h.kind() != Structure::Kind::kInt || h.int_value() < 1 || h.int_value() > kMaxDim) {
-      return bad("hidden sizes must be positive integers");
-    }
-    spec.hidden.push_back(h.int_value());
-  }
+  PSFLOW_ASSIGN_OR_RETURN(spec.input_dim, kSpecArgs.int_in_range(s, "input_dim", 1, kMaxDim));
+  PSFLOW_ASSIGN_OR_RETURN(spec.num_classes, kSpecArgs.int_in_range(s, "num_classes", 1, kMaxDim));
+  PSFLOW_ASSIGN_OR_RETURN(spec.hidden, kSpecArgs.int_list(s, "hidden", kMaxLayers, 1, kMaxDim));
   return spec;
 }
 

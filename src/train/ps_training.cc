@@ -1,35 +1,120 @@
 #include "train/ps_training.h"
 
+#include <optional>
+#include <string>
 #include <utility>
+#include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "base/strings.h"
 #include "optimizer/optimizer.h"
+#include "psflow/cluster_coordinator.h"
 #include "psflow/cluster_resolver.h"
+#include "psflow/optimizer.h"
 #include "psflow/status_macros.h"
+#include "psflow/strategy.h"
+#include "train/epoch_closures.h"
+#include "train/run_files.h"
+#include "train/step_config.h"
 
 namespace psflow {
+namespace {
 
-absl::StatusOr<PsTraining> start_ps_training(
-    const ClusterSpec& spec, const TrainOptions& options, Partitioner partitioner,
-    const std::function<absl::StatusOr<std::vector<ShardedVariable>>()>& create_variables) {
-  PsTraining t;
-  PSFLOW_ASSIGN_OR_RETURN(t.optimizer_config.kind, optimizer_kind_from_name(options.optimizer));
-  PSFLOW_ASSIGN_OR_RETURN(t.strategy,
-                          ParameterServerStrategy::create(SimpleClusterResolver(spec, "chief", 0),
+// Thread-safety: use from one thread.
+class PsTraining final : public TrainingSession {
+ public:
+  PsTraining(const ClusterSpec& spec, const TrainOptions& options, Model& model)
+      : spec_(spec), options_(options), model_(model) {}
+
+  absl::Status start(absl::Time start);
+
+  void describe(TrainSummary& summary) const override {
+    summary.num_workers = spec_.num_tasks(kWorkerJob);
+    summary.num_ps = spec_.num_tasks(kPsJob);
+  }
+
+  absl::StatusOr<EpochLoop> epoch_loop() override {
+    if (std::optional<std::string> config = model_.run_config(options_);
+        config.has_value() && !options_.run_dir.empty()) {
+      PSFLOW_RETURN_IF_ERROR(write_run_file(options_.run_dir, kRunConfigFile, *config));
+    }
+    return EpochLoop::create(spec_, options_, variables_, *optimizer_, steps_per_epoch_);
+  }
+
+  absl::StatusOr<EpochRun> train_epoch(int epoch, int64_t* completed) override {
+    const int64_t closures =
+        (steps_per_epoch_ + options_.steps_per_execution - 1) / options_.steps_per_execution;
+    return run_training_epoch(*coordinator_, model_.step_function(), *args_, closures, options_,
+                              epoch, model_.new_totals(), completed);
+  }
+
+  absl::StatusOr<ModelMetrics> evaluate() override { return model_.evaluate(variables_); }
+
+  absl::StatusOr<std::optional<int64_t>> optimizer_iterations() const override {
+    PSFLOW_ASSIGN_OR_RETURN(Tensor value, optimizer_->iterations().read_value());
+    return value.scalar_value<int64_t>();
+  }
+
+ private:
+  const ClusterSpec spec_;
+  const TrainOptions& options_;
+  Model& model_;
+  int64_t steps_per_epoch_ = 0;
+  std::unique_ptr<ParameterServerStrategy> strategy_;
+  // The model's parameters, in the order its step function expects.
+  std::vector<ShardedVariable> variables_;
+  std::optional<Optimizer> optimizer_;
+  std::unique_ptr<ClusterCoordinator> coordinator_;
+  std::optional<RemoteStructure> args_;  // every closure's
+};
+
+absl::Status PsTraining::start(absl::Time start) {
+  OptimizerConfig optimizer_config;
+  PSFLOW_ASSIGN_OR_RETURN(optimizer_config.kind, optimizer_kind_from_name(options_.optimizer));
+  PSFLOW_ASSIGN_OR_RETURN(Partitioner partitioner,
+                          model_.partitioner(options_, spec_.num_tasks(kPsJob)));
+  PSFLOW_ASSIGN_OR_RETURN(strategy_,
+                          ParameterServerStrategy::create(SimpleClusterResolver(spec_, "chief", 0),
                                                           std::move(partitioner)));
   {
-    StrategyScope scope = t.strategy->scope();
-    PSFLOW_ASSIGN_OR_RETURN(t.variables, create_variables());
+    StrategyScope scope = strategy_->scope();
+    PSFLOW_ASSIGN_OR_RETURN(variables_, model_.create_variables(options_.seed));
     PSFLOW_ASSIGN_OR_RETURN(Optimizer optimizer,
-                            Optimizer::create(t.optimizer_config, options.learning_rate));
-    t.optimizer.emplace(std::move(optimizer));
+                            Optimizer::create(optimizer_config, options_.learning_rate));
+    optimizer_.emplace(std::move(optimizer));
   }
-  PSFLOW_ASSIGN_OR_RETURN(t.coordinator, ClusterCoordinator::create(*t.strategy));
-  return t;
+  PSFLOW_ASSIGN_OR_RETURN(coordinator_, ClusterCoordinator::create(*strategy_));
+  steps_per_epoch_ = model_.train_examples() / options_.batch_size;
+
+  // What every closure carries besides the model's spec.
+  StepSettings settings;
+  settings.run_id =
+      absl::StrCat(av(model_.name()), "-", options_.seed, "-", absl::ToUnixNanos(start));
+  for (const ShardedVariable& v : variables_) settings.variables.push_back(v.handle());
+  settings.optimizer = optimizer_config;
+  settings.learning_rate = options_.learning_rate;
+  if (options_.lr_schedule == "cosine") {
+    settings.decay_steps = steps_per_epoch_ * options_.epochs;
+    settings.decay_alpha = 0.1;
+  }
+  settings.iterations = optimizer_->iterations().handle();
+  settings.steps = options_.steps_per_execution;
+  PSFLOW_ASSIGN_OR_RETURN(PerWorkerDataset train_data,
+                          coordinator_->create_per_worker_dataset(model_.dataset_function(),
+                                                                  model_.dataset_args(options_)));
+  settings.iterator = train_data.iter().handle();
+  args_.emplace(settings.to_structure(model_.spec()));
+  return absl::OkStatus();
 }
 
-absl::StatusOr<int64_t> PsTraining::optimizer_iterations() const {
-  PSFLOW_ASSIGN_OR_RETURN(Tensor value, optimizer->iterations().read_value());
-  return value.scalar_value<int64_t>();
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<TrainingSession>> start_ps_training(const ClusterSpec& spec,
+                                                                   const TrainOptions& options,
+                                                                   Model& model, absl::Time start) {
+  auto training = std::make_unique<PsTraining>(spec, options, model);
+  PSFLOW_RETURN_IF_ERROR(training->start(start));
+  return training;
 }
 
 }  // namespace psflow

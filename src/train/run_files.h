@@ -10,6 +10,10 @@
 
 namespace psflow {
 
+// What a run trains, for `psflow eval` (train/evaluator.h): written by
+// runs whose model can evaluate its checkpoints (Model::run_config).
+inline constexpr char kRunConfigFile[] = "config.json";
+
 // Writes `content` plus a newline to <dir>/<name> through a temporary file
 // and a rename, creating `dir` if needed. PERMISSION_DENIED / INTERNAL name
 // the path.

@@ -1,11 +1,15 @@
 #include "train/run_reporter.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
+#include "base/strings.h"
 #include "psflow/status_macros.h"
 #include "train/run_files.h"
 
@@ -23,46 +27,44 @@ absl::Status RunReporter::open() {
   return absl::OkStatus();
 }
 
-absl::Status RunReporter::report(const EpochReport& r) {
-  EpochMetrics m;
-  m.epoch = r.epoch;
-  m.steps = r.steps;
-  m.seconds = r.seconds;
-  m.train_loss = r.train_loss;
-  m.train_accuracy = r.train_accuracy;
-  m.test_loss = r.test_loss;
-  m.test_accuracy = r.test_accuracy;
+absl::Status RunReporter::report(const EpochMetrics& m) {
   summary_.history.push_back(m);
-  summary_.steps += r.steps;
-  train_seconds_ += r.seconds;
-  train_examples_ += r.examples;
-  const double rate = r.seconds > 0 ? static_cast<double>(r.examples) / r.seconds : 0.0;
+  summary_.steps += m.steps;
+  train_seconds_ += m.seconds;
+  train_examples_ += m.examples;
+  const double rate = m.seconds > 0 ? static_cast<double>(m.examples) / m.seconds : 0.0;
   if (events_.has_value()) {
-    std::vector<std::pair<std::string, double>> scalars = {{"train/loss", m.train_loss},
-                                                           {"train/accuracy", m.train_accuracy},
-                                                           {"test/loss", m.test_loss},
-                                                           {"test/accuracy", m.test_accuracy},
+    std::vector<std::pair<std::string, double>> scalars = {{"train/loss", m.train.loss},
+                                                           {"train/accuracy", m.train.accuracy},
+                                                           {"test/loss", m.test.loss},
+                                                           {"test/accuracy", m.test.accuracy},
                                                            {"train/examples_per_sec", rate}};
-    for (const EpochReport::Extra& e : r.extra) {
-      scalars.emplace_back(absl::StrCat("train/", e.name), e.train);
-      scalars.emplace_back(absl::StrCat("test/", e.name), e.test);
+    const auto add_extra = [&](std::string_view side, const ModelMetrics& figures, size_t i) {
+      if (i >= figures.extra.size()) return;
+      scalars.emplace_back(absl::StrCat(av(side), figures.extra[i].first), figures.extra[i].second);
+    };
+    for (size_t i = 0; i < std::max(m.train.extra.size(), m.test.extra.size()); ++i) {
+      add_extra("train/", m.train, i);
+      add_extra("test/", m.test, i);
     }
     for (const auto& [tag, value] : scalars) {
       PSFLOW_RETURN_IF_ERROR(events_->add_scalar(tag, value, summary_.steps));
     }
   }
   if (options_.out != nullptr) {
-    std::string train_extra, test_extra;
-    for (const EpochReport::Extra& e : r.extra) {
-      absl::StrAppend(&train_extra, " ", e.name, " ", absl::StrFormat("%.4f", e.train));
-      absl::StrAppend(&test_extra, " ", e.name, " ", absl::StrFormat("%.4f", e.test));
-    }
+    const auto extra = [](const ModelMetrics& figures) {
+      std::string out;
+      for (const auto& [name, value] : figures.extra) {
+        absl::StrAppend(&out, " ", name, " ", absl::StrFormat("%.4f", value));
+      }
+      return out;
+    };
     std::fprintf(options_.out,
                  "epoch %d/%d: train loss %.4f%s accuracy %.4f | test loss %.4f%s accuracy %.4f | "
                  "%lld steps in %.1f s (%.0f examples/s)\n",
-                 r.epoch, options_.epochs, m.train_loss, train_extra.c_str(), m.train_accuracy,
-                 m.test_loss, test_extra.c_str(), m.test_accuracy, static_cast<long long>(m.steps),
-                 r.seconds, rate);
+                 m.epoch, options_.epochs, m.train.loss, extra(m.train).c_str(), m.train.accuracy,
+                 m.test.loss, extra(m.test).c_str(), m.test.accuracy,
+                 static_cast<long long>(m.steps), m.seconds, rate);
     std::fflush(options_.out);
   }
   return absl::OkStatus();
@@ -82,8 +84,8 @@ absl::StatusOr<TrainSummary> RunReporter::finish(
   if (summary_.history.empty()) {
     return absl::InternalError("a training run finished without reporting an epoch");
   }
-  summary_.test_accuracy = summary_.history.back().test_accuracy;
-  summary_.test_loss = summary_.history.back().test_loss;
+  summary_.test_accuracy = summary_.history.back().test.accuracy;
+  summary_.test_loss = summary_.history.back().test.loss;
   summary_.wall_seconds = absl::ToDoubleSeconds(absl::Now() - start_);
   summary_.examples_per_sec =
       train_seconds_ > 0 ? static_cast<double>(train_examples_) / train_seconds_ : 0.0;

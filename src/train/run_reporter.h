@@ -14,30 +14,10 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "train/event_writer.h"
-#include "train/trainer.h"
+#include "train/train_options.h"
+#include "train/train_summary.h"
 
 namespace psflow {
-
-// One epoch's figures. `extra` are metrics beyond loss and accuracy (e.g.
-// AUC), each with its train and test value: printed before the accuracy
-// ("train loss 0.51 auc 0.82 accuracy 0.74") and written as the scalars
-// train/<name> and test/<name>.
-struct EpochReport {
-  struct Extra {
-    std::string name;
-    double train = 0.0;
-    double test = 0.0;
-  };
-  int epoch = 0;
-  int64_t steps = 0;
-  int64_t examples = 0;
-  double seconds = 0.0;
-  double train_loss = 0.0;
-  double train_accuracy = 0.0;
-  double test_loss = 0.0;
-  double test_accuracy = 0.0;
-  std::vector<Extra> extra;
-};
 
 // Thread-safety: use from one thread.
 class RunReporter {
@@ -47,7 +27,11 @@ class RunReporter {
 
   // Opens the TensorBoard event file in options.run_dir (none without one).
   [[nodiscard]] absl::Status open();
-  [[nodiscard]] absl::Status report(const EpochReport& epoch);
+  // Records `epoch` and prints its line: the model's extra metrics (e.g.
+  // AUC) come before the accuracy on each side ("train loss 0.51 auc 0.82
+  // accuracy 0.74") and are written as the scalars train/<name> and
+  // test/<name>.
+  [[nodiscard]] absl::Status report(const EpochMetrics& epoch);
   // Epochs reported (and not rolled back), oldest first.
   [[nodiscard]] const TrainSummary& summary() const { return summary_; }
 

@@ -10,59 +10,43 @@
 #include "psflow/per_worker.h"
 #include "psflow/status_macros.h"
 #include "psflow/tensor.h"
-#include "train/mlp.h"
-#include "train/wide_deep_model.h"
 
 namespace psflow {
-namespace {
-
-constexpr ClosureArgs kOptimizerArgs{"training closure arguments"};
-
-}  // namespace
-
 Structure optimizer_config_to_structure(const OptimizerConfig& c) {
-  return Structure::dict({{"kind", std::string(optimizer_name(c.kind))},
-                          {"momentum", c.momentum},
-                          {"nesterov", c.nesterov},
-                          {"initial_accumulator_value", c.initial_accumulator_value},
-                          {"epsilon", c.epsilon},
-                          {"beta_1", c.beta_1},
-                          {"beta_2", c.beta_2},
-                          {"learning_rate_power", c.learning_rate_power},
-                          {"l1", c.l1_regularization_strength},
-                          {"l2", c.l2_regularization_strength},
-                          {"beta", c.beta}});
+  Structure::Fields fields;
+  fields.emplace(std::string(kOptimizerKindField), std::string(optimizer_name(c.kind)));
+  for (const OptimizerField& f : kOptimizerFields) {
+    fields.emplace(std::string(f.structure_name),
+                   f.flag != nullptr ? Structure(c.*f.flag) : Structure(c.*f.number));
+  }
+  return Structure::dict(std::move(fields));
 }
 
 absl::StatusOr<OptimizerConfig> optimizer_config_from_structure(const Structure& s) {
   OptimizerConfig c;
-  PSFLOW_ASSIGN_OR_RETURN(const Structure* kind,
-                          kOptimizerArgs.field(s, "kind", Structure::Kind::kString));
+  PSFLOW_ASSIGN_OR_RETURN(
+      const Structure* kind,
+      kTrainingClosureArgs.field(s, kOptimizerKindField, Structure::Kind::kString));
   PSFLOW_ASSIGN_OR_RETURN(c.kind, optimizer_kind_from_name(kind->string_value()));
-  PSFLOW_ASSIGN_OR_RETURN(c.momentum, kOptimizerArgs.float_field(s, "momentum"));
-  PSFLOW_ASSIGN_OR_RETURN(const Structure* nesterov,
-                          kOptimizerArgs.field(s, "nesterov", Structure::Kind::kBool));
-  c.nesterov = nesterov->bool_value();
-  PSFLOW_ASSIGN_OR_RETURN(c.initial_accumulator_value,
-                          kOptimizerArgs.float_field(s, "initial_accumulator_value"));
-  PSFLOW_ASSIGN_OR_RETURN(c.epsilon, kOptimizerArgs.float_field(s, "epsilon"));
-  PSFLOW_ASSIGN_OR_RETURN(c.beta_1, kOptimizerArgs.float_field(s, "beta_1"));
-  PSFLOW_ASSIGN_OR_RETURN(c.beta_2, kOptimizerArgs.float_field(s, "beta_2"));
-  PSFLOW_ASSIGN_OR_RETURN(c.learning_rate_power,
-                          kOptimizerArgs.float_field(s, "learning_rate_power"));
-  PSFLOW_ASSIGN_OR_RETURN(c.l1_regularization_strength, kOptimizerArgs.float_field(s, "l1"));
-  PSFLOW_ASSIGN_OR_RETURN(c.l2_regularization_strength, kOptimizerArgs.float_field(s, "l2"));
-  PSFLOW_ASSIGN_OR_RETURN(c.beta, kOptimizerArgs.float_field(s, "beta"));
+  for (const OptimizerField& f : kOptimizerFields) {
+    if (f.flag != nullptr) {
+      PSFLOW_ASSIGN_OR_RETURN(
+          const Structure* flag,
+          kTrainingClosureArgs.field(s, f.structure_name, Structure::Kind::kBool));
+      c.*f.flag = flag->bool_value();
+    } else {
+      PSFLOW_ASSIGN_OR_RETURN(c.*f.number, kTrainingClosureArgs.float_field(s, f.structure_name));
+    }
+  }
   PSFLOW_RETURN_IF_ERROR(validate_optimizer(c));
   return c;
 }
 
-template <typename Spec>
-Structure StepConfig<Spec>::to_structure() const {
+Structure StepSettings::to_structure(Structure model) const {
   Structure::Items handles;
   for (const VariableHandle& h : variables) handles.push_back(h.to_structure());
   return Structure::dict({{"run_id", run_id},
-                          {"model", model.to_structure()},
+                          {"model", std::move(model)},
                           {"variables", Structure::list(std::move(handles))},
                           {"optimizer", optimizer_config_to_structure(optimizer)},
                           {"learning_rate", learning_rate},
@@ -73,19 +57,16 @@ Structure StepConfig<Spec>::to_structure() const {
                           {"steps", steps}});
 }
 
-template <typename Spec>
-absl::StatusOr<StepConfig<Spec>> StepConfig<Spec>::from_structure(const Structure& s,
-                                                                  const ClosureArgs& args) {
-  StepConfig c;
+absl::StatusOr<StepSettings> StepSettings::from_structure(const Structure& s,
+                                                          const ClosureArgs& args,
+                                                          const std::vector<Shape>& shapes) {
+  StepSettings c;
   PSFLOW_ASSIGN_OR_RETURN(const Structure* run_id,
                           args.field(s, "run_id", Structure::Kind::kString));
   c.run_id = run_id->string_value();
   if (c.run_id.empty()) return args.malformed("'run_id' is empty");
-  PSFLOW_ASSIGN_OR_RETURN(const Structure* model, args.field(s, "model", Structure::Kind::kDict));
-  PSFLOW_ASSIGN_OR_RETURN(c.model, Spec::from_structure(*model));
   PSFLOW_ASSIGN_OR_RETURN(const Structure* vars,
                           args.field(s, "variables", Structure::Kind::kList));
-  const std::vector<Shape> shapes = c.model.parameter_shapes();
   if (vars->size() != shapes.size()) {
     return args.malformed(absl::StrCat("the model has ", shapes.size(), " parameters but ",
                                        vars->size(), " variables were sent"));
@@ -126,9 +107,6 @@ absl::StatusOr<StepConfig<Spec>> StepConfig<Spec>::from_structure(const Structur
   return c;
 }
 
-template struct StepConfig<MlpSpec>;
-template struct StepConfig<WideDeepSpec>;
-
 double cosine_decay(double learning_rate, int64_t decay_steps, double alpha, int64_t step) {
   if (decay_steps <= 0) return learning_rate;
   const double t = static_cast<double>(std::clamp<int64_t>(step, 0, decay_steps)) /
@@ -137,18 +115,19 @@ double cosine_decay(double learning_rate, int64_t decay_steps, double alpha, int
   return learning_rate * ((1.0 - alpha) * 0.5 * (1.0 + std::cos(kPi * t)) + alpha);
 }
 
-absl::StatusOr<StepState> resolve_step_state(const std::vector<VariableHandle>& variables,
-                                             const VariableHandle& iterations,
-                                             const OptimizerConfig& optimizer, double learning_rate,
-                                             int64_t decay_steps, double decay_alpha,
+absl::StatusOr<StepState> resolve_step_state(const StepSettings& settings,
                                              const VariableClientLookup& lookup) {
+  const double learning_rate = settings.learning_rate;
+  const int64_t decay_steps = settings.decay_steps;
+  const double decay_alpha = settings.decay_alpha;
+  const OptimizerConfig& optimizer = settings.optimizer;
   StepState state;
-  for (const VariableHandle& handle : variables) {
+  for (const VariableHandle& handle : settings.variables) {
     PSFLOW_ASSIGN_OR_RETURN(ShardedVariable v, ShardedVariable::from_handle(handle, lookup));
     state.variables.push_back(std::move(v));
   }
   PSFLOW_ASSIGN_OR_RETURN(ShardedVariable step_counter,
-                          ShardedVariable::from_handle(iterations, lookup));
+                          ShardedVariable::from_handle(settings.iterations, lookup));
   absl::StatusOr<Optimizer> created =
       decay_steps > 0
           ? Optimizer::create(

@@ -7,6 +7,7 @@
 #include "base/strings.h"
 #include "psflow/status_macros.h"
 #include "psflow/strategy.h"
+#include "train/closure_args.h"
 
 namespace psflow {
 namespace {
@@ -14,6 +15,7 @@ namespace {
 constexpr int64_t kMaxVocab = 50'000'000;
 constexpr int64_t kMaxDim = 65536;
 constexpr size_t kMaxLayers = 16;
+constexpr ClosureArgs kSpecArgs{"wide_deep model spec"};
 
 absl::Status bad_input(std::string_view what) {
   return absl::InvalidArgumentError(absl::StrCat("wide_deep model: ", av(what)));
@@ -170,35 +172,13 @@ Structure WideDeepSpec::to_structure() const {
 }
 
 absl::StatusOr<WideDeepSpec> WideDeepSpec::from_structure(const Structure& s) {
-  const auto bad = [&](std::string_view what) {
-    return absl::InvalidArgumentError(absl::StrCat("malformed wide_deep model spec (", av(what),
-                                                   "): ", s.debug_string().substr(0, 200)));
-  };
-  if (!s.is_dict()) return bad("not a dict");
-  const auto dim = [&](std::string_view key, int64_t lo, int64_t hi) -> absl::StatusOr<int64_t> {
-    auto it = s.fields().find(key);
-    if (it == s.fields().end() || it->second.kind() != Structure::Kind::kInt) {
-      return bad(absl::StrCat("no integer '", av(key), "'"));
-    }
-    const int64_t v = it->second.int_value();
-    if (v < lo || v > hi) return bad(absl::StrCat("'", av(key), "' out of range"));
-    return v;
-  };
   WideDeepSpec spec;
-  PSFLOW_ASSIGN_OR_RETURN(spec.vocab_size, dim("vocab_size", 1, kMaxVocab));
-  PSFLOW_ASSIGN_OR_RETURN(spec.dense_features, dim("dense_features", 0, kMaxDim));
-  PSFLOW_ASSIGN_OR_RETURN(spec.embedding_dim, dim("embedding_dim", 1, kMaxDim));
-  auto it = s.fields().find("hidden");
-  if (it == s.fields().end() || !it->second.is_sequence() || it->second.size() > kMaxLayers) {
-    return bad("no list 'hidden' of at most 16 sizes");
-  }
-  spec.hidden.clear();
-  for (const Structure& h : it->second.items()) {
-    if (h.kind() != Structure::Kind::kInt || h.int_value() < 1 || h.int_value() > kMaxDim) {
-      return bad("hidden sizes must be integers in [1, 65536]");
-    }
-    spec.hidden.push_back(h.int_value());
-  }
+  PSFLOW_ASSIGN_OR_RETURN(spec.vocab_size, kSpecArgs.int_in_range(s, "vocab_size", 1, kMaxVocab));
+  PSFLOW_ASSIGN_OR_RETURN(spec.dense_features,
+                          kSpecArgs.int_in_range(s, "dense_features", 0, kMaxDim));
+  PSFLOW_ASSIGN_OR_RETURN(spec.embedding_dim,
+                          kSpecArgs.int_in_range(s, "embedding_dim", 1, kMaxDim));
+  PSFLOW_ASSIGN_OR_RETURN(spec.hidden, kSpecArgs.int_list(s, "hidden", kMaxLayers, 1, kMaxDim));
   return spec;
 }
 

@@ -1,3 +1,5 @@
+#include "train/wide_deep.h"
+
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -10,10 +12,10 @@
 #include "gtest/gtest.h"
 #include "psflow/nn.h"
 #include "psflow/per_worker.h"
+#include "train/trainer.h"
 #include "train/wide_deep_data.h"
 #include "train/wide_deep_model.h"
 #include "train/wide_deep_step.h"
-#include "train/wide_deep_trainer.h"
 
 namespace psflow {
 namespace {
@@ -566,20 +568,21 @@ TEST(WideDeepDatasetTest, YieldsBatchesOfTheTrainingSplit) {
 }
 
 TEST(WideDeepTrainerTest, ValidatesOptions) {
+  const WideDeepModel model;
   TrainOptions o;
   o.model = "wide_deep";
-  EXPECT_TRUE(validate_wide_deep_options(o).ok());
+  EXPECT_TRUE(validate_train_options(o, model).ok());
   o.strategy = "mirrored";
-  EXPECT_TRUE(absl::IsInvalidArgument(validate_wide_deep_options(o)));
+  EXPECT_TRUE(absl::IsInvalidArgument(validate_train_options(o, model)));
   o = TrainOptions();
-  EXPECT_TRUE(absl::IsInvalidArgument(validate_wide_deep_options(o)));  // model mlp
+  EXPECT_TRUE(absl::IsInvalidArgument(validate_train_options(o, model)));  // model mlp
   o.model = "wide_deep";
   o.partitioner = "fixed:x";
-  EXPECT_TRUE(absl::IsInvalidArgument(validate_wide_deep_options(o)));
+  EXPECT_TRUE(absl::IsInvalidArgument(validate_train_options(o, model)));
   o.partitioner = "none";
   WideDeepOptions extra;
   extra.embedding_dim = 0;
-  EXPECT_TRUE(absl::IsInvalidArgument(validate_wide_deep_options(o, extra)));
+  EXPECT_TRUE(absl::IsInvalidArgument(validate_train_options(o, WideDeepModel(extra))));
 }
 
 }  // namespace

@@ -24,7 +24,7 @@
 #include "psflow/status_macros.h"
 #include "psflow/strategy.h"
 #include "train/trainer.h"
-#include "train/wide_deep_trainer.h"
+#include "train/wide_deep.h"
 
 namespace psflow::testing {
 
@@ -66,23 +66,23 @@ inline ChaosRun train_while_killing_workers(TrainOptions options, absl::Duration
     }
   });
   options.out = nullptr;
-  ChaosRun run{train_classifier((*cluster)->cluster_spec(), options), 0};
+  ChaosRun run{train((*cluster)->cluster_spec(), options), 0};
   done.Notify();
   killer.join();
   run.kills = kills.load();
   return run;
 }
 
-// A training run on a cluster: train_classifier, or another model's.
+// A training run on a cluster: train, or a model's of its own.
 using TrainFunction =
     std::function<absl::StatusOr<TrainSummary>(const ClusterSpec&, const TrainOptions&)>;
 
-// train_wide_deep_model with `extra`, as a TrainFunction.
+// train_model of a WideDeepModel with `extra`, as a TrainFunction.
 inline TrainFunction wide_deep_train(WideDeepOptions extra = {}) {
   return [extra = std::move(extra)](const ClusterSpec& spec,
                                     const TrainOptions& o) -> absl::StatusOr<TrainSummary> {
-    PSFLOW_ASSIGN_OR_RETURN(WideDeepSummary s, train_wide_deep_model(spec, o, extra));
-    return s.summary;
+    WideDeepModel model(extra);
+    return train_model(spec, o, model);
   };
 }
 
@@ -105,7 +105,7 @@ inline std::vector<std::string> epoch_checkpoints(int64_t steps_per_epoch, int f
 inline ChaosRun train_while_killing_ps(TrainOptions options,
                                        std::vector<std::string> after_checkpoints,
                                        absl::Duration delay,
-                                       const TrainFunction& train = train_classifier) {
+                                       const TrainFunction& train_run = train) {
   LocalClusterOptions cluster_options;
   cluster_options.num_ps = 2;
   cluster_options.num_workers = 2;
@@ -140,7 +140,7 @@ inline ChaosRun train_while_killing_ps(TrainOptions options,
       }
     }
   });
-  ChaosRun run{train((*cluster)->cluster_spec(), options), 0};
+  ChaosRun run{train_run((*cluster)->cluster_spec(), options), 0};
   done.Notify();
   killer.join();
   run.kills = kills.load();
@@ -175,7 +175,7 @@ inline PauseRun train_while_pausing_a_worker(TrainOptions options, absl::Duratio
     (void)(*cluster)->signal_task("worker", 1, SIGCONT);
   });
   PauseRun out;
-  out.run.summary = train_classifier((*cluster)->cluster_spec(), options);
+  out.run.summary = train((*cluster)->cluster_spec(), options);
   done.Notify();
   pauser.join();
   out.run.kills = pauses.load();

@@ -7,7 +7,7 @@
 
 #include "chaos_common.h"
 #include "nlohmann/json.hpp"
-#include "train/wide_deep_trainer.h"
+#include "train/wide_deep.h"
 
 namespace psflow {
 namespace {

@@ -19,7 +19,7 @@
 #include "psflow/cluster_resolver.h"
 #include "psflow/strategy.h"
 #include "psflow/variable.h"
-#include "train/wide_deep_trainer.h"
+#include "train/wide_deep.h"
 #include "wide_deep_small.h"
 
 namespace psflow {
@@ -67,7 +67,7 @@ TEST(ChaosShortTest, LosingAPsStopsTrainingNamingIt) {
     }
     (void)cluster->signal_task("ps", 1, SIGKILL);
   });
-  absl::StatusOr<TrainSummary> summary = train_classifier(cluster->cluster_spec(), options);
+  absl::StatusOr<TrainSummary> summary = train(cluster->cluster_spec(), options);
   done.Notify();
   killer.join();
   ASSERT_FALSE(summary.ok()) << "training finished although ps 1 was killed";

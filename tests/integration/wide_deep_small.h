@@ -4,8 +4,13 @@
 #ifndef PSFLOW_TESTS_INTEGRATION_WIDE_DEEP_SMALL_H_
 #define PSFLOW_TESTS_INTEGRATION_WIDE_DEEP_SMALL_H_
 
-#include "train/trainer.h"
-#include "train/wide_deep_trainer.h"
+#include <cmath>
+#include <optional>
+
+#include "gtest/gtest.h"
+#include "train/train_options.h"
+#include "train/train_summary.h"
+#include "train/wide_deep.h"
 
 namespace psflow::testing {
 
@@ -31,6 +36,18 @@ inline WideDeepOptions small_wide_deep_data() {
   extra.embedding_dim = 8;
   extra.hidden = {32};
   return extra;
+}
+
+// The test AUC of the last epoch of a wide_deep run; a failure, and NaN
+// (which passes no bound), when there is none.
+inline double test_auc(const TrainSummary& s) {
+  const std::optional<double> auc =
+      s.history.empty() ? std::nullopt : s.history.back().test.find("auc");
+  if (!auc.has_value()) {
+    ADD_FAILURE() << "the summary has no test AUC";
+    return std::nan("");
+  }
+  return *auc;
 }
 
 }  // namespace psflow::testing

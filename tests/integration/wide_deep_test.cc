@@ -1,6 +1,8 @@
 // `psflow train --model wide_deep` on a real local cluster (2 ps, 2 worker
 // processes): the embedding tables are sharded over both ps, workers pull
 // rows and push sparse gradients, and the model learns the generated task.
+#include "train/wide_deep.h"
+
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -13,7 +15,7 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "psflow/local_cluster.h"
-#include "train/wide_deep_trainer.h"
+#include "train/trainer.h"
 #include "wide_deep_small.h"
 
 namespace psflow {
@@ -51,18 +53,18 @@ class WideDeepTrainingTest : public ::testing::Test {
 TEST_F(WideDeepTrainingTest, LearnsWithTablesShardedOverBothPs) {
   TrainOptions o = small_run();
   o.run_dir = run_dir_;
-  const WideDeepSummary s =
-      ok_value(train_wide_deep_model(cluster_->cluster_spec(), o, small_data()));
-  std::printf("wide_deep: test auc %.4f accuracy %.4f loss %.4f in %.1f s\n", s.test_auc,
-              s.summary.test_accuracy, s.summary.test_loss, s.summary.wall_seconds);
-  EXPECT_GT(s.test_auc, 0.78);
-  EXPECT_GT(s.summary.test_accuracy, 0.7);
-  EXPECT_LT(s.summary.test_loss, 0.6);
-  EXPECT_EQ(s.summary.steps, 3 * (30000 / 128));
-  EXPECT_EQ(s.summary.num_ps, 2);
-  EXPECT_EQ(s.summary.num_workers, 2);
+  WideDeepModel model(small_data());
+  const TrainSummary s = ok_value(train_model(cluster_->cluster_spec(), o, model));
+  std::printf("wide_deep: test auc %.4f accuracy %.4f loss %.4f in %.1f s\n", testing::test_auc(s),
+              s.test_accuracy, s.test_loss, s.wall_seconds);
+  EXPECT_GT(testing::test_auc(s), 0.78);
+  EXPECT_GT(s.test_accuracy, 0.7);
+  EXPECT_LT(s.test_loss, 0.6);
+  EXPECT_EQ(s.steps, 3 * (30000 / 128));
+  EXPECT_EQ(s.num_ps, 2);
+  EXPECT_EQ(s.num_workers, 2);
   // The default partitioner shards both tables over both ps.
-  for (const auto* devices : {&s.wide_table_devices, &s.deep_table_devices}) {
+  for (const auto* devices : {&model.wide_table_devices(), &model.deep_table_devices()}) {
     ASSERT_EQ(devices->size(), 2u);
     EXPECT_EQ(std::set<std::string>(devices->begin(), devices->end()),
               (std::set<std::string>{"/job:ps/replica:0/task:0/device:CPU:0",
@@ -73,8 +75,8 @@ TEST_F(WideDeepTrainingTest, LearnsWithTablesShardedOverBothPs) {
   ASSERT_TRUE(file.good());
   const nlohmann::json j = nlohmann::json::parse(file);
   EXPECT_EQ(j["model"], "wide_deep");
-  EXPECT_DOUBLE_EQ(j["test_auc"].get<double>(), s.test_auc);
-  EXPECT_DOUBLE_EQ(j["test_accuracy"].get<double>(), s.summary.test_accuracy);
+  EXPECT_DOUBLE_EQ(j["test_auc"].get<double>(), testing::test_auc(s));
+  EXPECT_DOUBLE_EQ(j["test_accuracy"].get<double>(), s.test_accuracy);
   for (const char* key : {"test_loss", "epochs", "steps", "examples_per_sec", "wall_seconds",
                           "num_workers", "num_ps", "history"}) {
     EXPECT_TRUE(j.contains(key)) << key;
@@ -92,9 +94,9 @@ TEST_F(WideDeepTrainingTest, ARerunResumesFromTheLatestCheckpoint) {
   o.run_dir = run_dir_;
   o.epochs = 2;
   const int64_t steps_per_epoch = 30000 / 128;
-  const WideDeepSummary first =
-      ok_value(train_wide_deep_model(cluster_->cluster_spec(), o, small_data()));
-  EXPECT_EQ(first.summary.optimizer_iterations, 2 * steps_per_epoch);
+  WideDeepModel first_model(small_data());
+  const TrainSummary first = ok_value(train_model(cluster_->cluster_spec(), o, first_model));
+  EXPECT_EQ(first.optimizer_iterations, 2 * steps_per_epoch);
   EXPECT_TRUE(std::filesystem::exists(run_dir_ + "/checkpoints/ckpt-" +
                                       std::to_string(2 * steps_per_epoch)));
   o.epochs = 3;
@@ -102,21 +104,21 @@ TEST_F(WideDeepTrainingTest, ARerunResumesFromTheLatestCheckpoint) {
   std::FILE* out = std::fopen(log.c_str(), "w");
   ASSERT_NE(out, nullptr);
   o.out = out;
-  const WideDeepSummary second =
-      ok_value(train_wide_deep_model(cluster_->cluster_spec(), o, small_data()));
+  WideDeepModel second_model(small_data());
+  const TrainSummary second = ok_value(train_model(cluster_->cluster_spec(), o, second_model));
   std::fclose(out);
   std::ifstream in(log);
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_NE(text.find("starting at epoch 3"), std::string::npos) << text;
   EXPECT_EQ(text.find("epoch 1/3:"), std::string::npos) << text;
-  EXPECT_EQ(second.summary.steps, steps_per_epoch);  // this run's: epoch 3 only
-  EXPECT_EQ(second.summary.optimizer_iterations, 3 * steps_per_epoch);
-  ASSERT_EQ(second.summary.history.size(), 1u);
-  EXPECT_EQ(second.summary.history[0].epoch, 3);
+  EXPECT_EQ(second.steps, steps_per_epoch);  // this run's: epoch 3 only
+  EXPECT_EQ(second.optimizer_iterations, 3 * steps_per_epoch);
+  ASSERT_EQ(second.history.size(), 1u);
+  EXPECT_EQ(second.history[0].epoch, 3);
   // Training went on from the restored model, not from scratch: a fresh
   // model's first epoch is far below this (see AnUntrainedModelMissesTheBound
   // and the 3-epoch bound above).
-  EXPECT_GT(second.test_auc, 0.78);
+  EXPECT_GT(testing::test_auc(second), 0.78);
 }
 
 // A learning rate too small to move the parameters in a short run leaves
@@ -127,18 +129,19 @@ TEST_F(WideDeepTrainingTest, AnUntrainedModelMissesTheBound) {
   o.optimizer = "sgd";
   o.learning_rate = 1e-9;
   o.partitioner = "fixed:1";
-  const WideDeepSummary s =
-      ok_value(train_wide_deep_model(cluster_->cluster_spec(), o, small_data()));
-  EXPECT_LT(s.test_auc, 0.75);
+  WideDeepModel model(small_data());
+  const TrainSummary s = ok_value(train_model(cluster_->cluster_spec(), o, model));
+  EXPECT_LT(testing::test_auc(s), 0.75);
   // fixed:1 keeps every table whole.
-  EXPECT_EQ(s.wide_table_devices.size(), 1u);
-  EXPECT_EQ(s.deep_table_devices.size(), 1u);
+  EXPECT_EQ(model.wide_table_devices().size(), 1u);
+  EXPECT_EQ(model.deep_table_devices().size(), 1u);
 }
 
 TEST_F(WideDeepTrainingTest, BadLibsvmPathIsNamed) {
   TrainOptions o = small_run();
   o.data_dir = "/nonexistent/clicks.svm";
-  absl::StatusOr<WideDeepSummary> s = train_wide_deep_model(cluster_->cluster_spec(), o);
+  WideDeepModel model;
+  absl::StatusOr<TrainSummary> s = train_model(cluster_->cluster_spec(), o, model);
   EXPECT_TRUE(absl::IsNotFound(s.status())) << s.status();
   EXPECT_NE(s.status().message().find("clicks.svm"), std::string_view::npos) << s.status();
 }
@@ -169,14 +172,14 @@ TEST_F(WideDeepTrainingTest, TrainsOnALibsvmFile) {
   }
   TrainOptions o = small_run();
   o.data_dir = path;
-  const WideDeepSummary s =
-      ok_value(train_wide_deep_model(cluster_->cluster_spec(), o, small_data()));
-  std::printf("wide_deep on LIBSVM: test auc %.4f accuracy %.4f\n", s.test_auc,
-              s.summary.test_accuracy);
-  EXPECT_EQ(s.summary.steps, 3 * (18000 / 128));  // 90% of the rows train
-  EXPECT_EQ(s.summary.num_ps, 2);
+  WideDeepModel model(small_data());
+  const TrainSummary s = ok_value(train_model(cluster_->cluster_spec(), o, model));
+  std::printf("wide_deep on LIBSVM: test auc %.4f accuracy %.4f\n", testing::test_auc(s),
+              s.test_accuracy);
+  EXPECT_EQ(s.steps, 3 * (18000 / 128));  // 90% of the rows train
+  EXPECT_EQ(s.num_ps, 2);
   // Only the ids carry signal here: without them the AUC is 0.5.
-  EXPECT_GT(s.test_auc, 0.65);
+  EXPECT_GT(testing::test_auc(s), 0.65);
 }
 
 }  // namespace

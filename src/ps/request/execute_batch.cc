@@ -1,9 +1,15 @@
 #include "ps/request/execute_batch.h"
 
+#include <array>
+#include <iterator>
 #include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "base/logging.h"
+#include "base/strings.h"
+#include "google/protobuf/descriptor.h"
+#include "google/protobuf/message.h"
 #include "psflow/status_macros.h"
 #include "tensor/codec.h"
 
@@ -23,6 +29,23 @@ bool is_scatter(Op::Kind kind) {
     case Op::SCATTER_MAX: return true;
     default: return false;
   }
+}
+
+// OptimizerProto's field of each kOptimizerFields entry, found by name
+// once: the proto names its fields as the checkpoint index does.
+using ProtoFields =
+    std::array<const google::protobuf::FieldDescriptor*, std::size(kOptimizerFields)>;
+const ProtoFields& proto_fields() {
+  static const ProtoFields fields = [] {
+    ProtoFields out;
+    const google::protobuf::Descriptor& d = *v1::OptimizerProto::descriptor();
+    for (size_t i = 0; i < out.size(); ++i) {
+      out[i] = d.FindFieldByName(std::string(kOptimizerFields[i].name));
+      PSFLOW_CHECK(out[i] != nullptr, "OptimizerProto has no field ", av(kOptimizerFields[i].name));
+    }
+    return out;
+  }();
+  return fields;
 }
 
 }  // namespace
@@ -45,32 +68,32 @@ absl::Status with_op_context(const absl::Status& s, size_t index, v1::VariableOp
 absl::StatusOr<OptimizerConfig> optimizer_from_proto(const v1::OptimizerProto& p) {
   OptimizerConfig c;
   PSFLOW_ASSIGN_OR_RETURN(c.kind, optimizer_kind_from_name(p.kind()));
-  c.momentum = p.momentum();
-  c.nesterov = p.nesterov();
-  c.initial_accumulator_value = p.initial_accumulator_value();
-  c.epsilon = p.epsilon();
-  c.beta_1 = p.beta_1();
-  c.beta_2 = p.beta_2();
-  c.learning_rate_power = p.learning_rate_power();
-  c.l1_regularization_strength = p.l1_regularization_strength();
-  c.l2_regularization_strength = p.l2_regularization_strength();
-  c.beta = p.beta();
+  const google::protobuf::Reflection& reflection = *p.GetReflection();
+  const ProtoFields& fields = proto_fields();
+  for (size_t i = 0; i < std::size(kOptimizerFields); ++i) {
+    const OptimizerField& f = kOptimizerFields[i];
+    if (f.flag != nullptr) {
+      c.*f.flag = reflection.GetBool(p, fields[i]);
+    } else {
+      c.*f.number = reflection.GetDouble(p, fields[i]);
+    }
+  }
   PSFLOW_RETURN_IF_ERROR(validate_optimizer(c));
   return c;
 }
 
 void optimizer_to_proto(const OptimizerConfig& c, v1::OptimizerProto* p) {
   p->set_kind(std::string(optimizer_name(c.kind)));
-  p->set_momentum(c.momentum);
-  p->set_nesterov(c.nesterov);
-  p->set_initial_accumulator_value(c.initial_accumulator_value);
-  p->set_epsilon(c.epsilon);
-  p->set_beta_1(c.beta_1);
-  p->set_beta_2(c.beta_2);
-  p->set_learning_rate_power(c.learning_rate_power);
-  p->set_l1_regularization_strength(c.l1_regularization_strength);
-  p->set_l2_regularization_strength(c.l2_regularization_strength);
-  p->set_beta(c.beta);
+  const google::protobuf::Reflection& reflection = *p->GetReflection();
+  const ProtoFields& fields = proto_fields();
+  for (size_t i = 0; i < std::size(kOptimizerFields); ++i) {
+    const OptimizerField& f = kOptimizerFields[i];
+    if (f.flag != nullptr) {
+      reflection.SetBool(p, fields[i], c.*f.flag);
+    } else {
+      reflection.SetDouble(p, fields[i], c.*f.number);
+    }
+  }
 }
 
 absl::StatusOr<ExecuteBatch> batch_from_proto(v1::ExecuteRequest& request) {

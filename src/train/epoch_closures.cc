@@ -1,0 +1,50 @@
+#include "train/epoch_closures.h"
+
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "psflow/status_macros.h"
+
+namespace psflow {
+
+absl::Status run_epoch_closures(ClusterCoordinator& coordinator, std::string_view function,
+                                const RemoteStructure& args, int64_t closures,
+                                ProgressBar& progress, EpochTotals& totals,
+                                int64_t* completed_steps) {
+  if (completed_steps != nullptr) *completed_steps = 0;
+  std::vector<RemoteValue> results;
+  results.reserve(static_cast<size_t>(closures));
+  for (int64_t i = 0; i < closures; ++i) {
+    PSFLOW_ASSIGN_OR_RETURN(RemoteValue r, coordinator.schedule(function, args));
+    results.push_back(std::move(r));
+  }
+  for (const RemoteValue& r : results) {
+    absl::StatusOr<Structure> value = r.fetch();
+    if (!value.ok()) break;
+    PSFLOW_RETURN_IF_ERROR(totals.add(*value));
+    progress.update(totals.sums().steps, totals.sums().mean_loss());
+  }
+  if (completed_steps != nullptr) *completed_steps = totals.sums().steps;
+  PSFLOW_RETURN_IF_ERROR(coordinator.join());
+  progress.finish();
+  return absl::OkStatus();
+}
+
+absl::StatusOr<EpochRun> run_training_epoch(ClusterCoordinator& coordinator,
+                                            std::string_view function, const RemoteStructure& args,
+                                            int64_t closures, const TrainOptions& options,
+                                            int epoch, std::unique_ptr<EpochTotals> totals,
+                                            int64_t* completed_steps) {
+  const absl::Time start = absl::Now();
+  ProgressBar progress(options.out, options.interactive_progress,
+                       absl::StrCat("epoch ", epoch, "/", options.epochs),
+                       closures * options.steps_per_execution);
+  PSFLOW_RETURN_IF_ERROR(run_epoch_closures(coordinator, function, args, closures, progress,
+                                            *totals, completed_steps));
+  const int64_t steps = totals->sums().steps;
+  return EpochRun{std::move(totals), steps, absl::ToDoubleSeconds(absl::Now() - start)};
+}
+
+}  // namespace psflow

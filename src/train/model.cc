@@ -1,0 +1,11 @@
+#include "train/model.h"
+
+#include "train/partitioner_flag.h"
+
+namespace psflow {
+
+absl::StatusOr<Partitioner> Model::partitioner(const TrainOptions& options, int num_ps) const {
+  return parse_partitioner(options.partitioner);
+}
+
+}  // namespace psflow

@@ -1,0 +1,19 @@
+// The models `psflow train --model` knows (internal).
+#ifndef PSFLOW_TRAIN_MODEL_REGISTRY_H_
+#define PSFLOW_TRAIN_MODEL_REGISTRY_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "train/model.h"
+
+namespace psflow {
+
+// A fresh model for one run of `name`, with its default settings.
+// INVALID_ARGUMENT naming --model when no model has that name.
+[[nodiscard]] absl::StatusOr<std::unique_ptr<Model>> make_model(const std::string& name);
+
+}  // namespace psflow
+
+#endif  // PSFLOW_TRAIN_MODEL_REGISTRY_H_

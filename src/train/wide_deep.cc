@@ -1,0 +1,150 @@
+#include "train/wide_deep.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "nlohmann/json.hpp"
+#include "psflow/nn.h"
+#include "psflow/status_macros.h"
+#include "train/partitioner_flag.h"
+#include "train/wide_deep_step.h"
+
+namespace psflow {
+namespace {
+
+// Test examples per evaluation chunk: the ids of one chunk are pulled at once.
+constexpr int64_t kEvalChunk = 4096;
+
+std::vector<std::string> devices(const ShardedVariable& v) {
+  std::vector<std::string> out;
+  for (const Variable& part : v.variables()) out.push_back(part.device());
+  return out;
+}
+
+}  // namespace
+
+ModelDefaults WideDeepModel::defaults() const {
+  return {kWideDeepDefaultOptimizer, kWideDeepDefaultLearningRate, kWideDeepDefaultBatchSize};
+}
+
+std::string WideDeepModel::data_name(const TrainOptions& options) const {
+  return options.data_dir.empty() ? "generated click data" : options.data_dir;
+}
+
+absl::Status WideDeepModel::validate(const TrainOptions& o) const {
+  if (o.strategy != kParameterServerStrategy) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--strategy '", o.strategy,
+        "' does not train wide_deep: its embedding tables live on parameter servers; use "
+        "parameter_server"));
+  }
+  if (o.batch_size < 1 || o.batch_size > (1 << 20)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--batch-size ", o.batch_size, " is out of range; use 1 to 1048576"));
+  }
+  if (o.data_dir.empty()) PSFLOW_RETURN_IF_ERROR(extra_.generator.validate());
+  WideDeepSpec spec;
+  spec.embedding_dim = extra_.embedding_dim;
+  spec.hidden = extra_.hidden;
+  return WideDeepSpec::from_structure(spec.to_structure()).status();
+}
+
+absl::StatusOr<Partitioner> WideDeepModel::partitioner(const TrainOptions& options,
+                                                       int num_ps) const {
+  if (options.partitioner.empty() || options.partitioner == "none") {
+    return fixed_shards_partitioner(std::max(1, num_ps));
+  }
+  return parse_partitioner(options.partitioner);
+}
+
+absl::Status WideDeepModel::load(const TrainOptions& options) {
+  source_ = WideDeepDataSource();
+  if (options.data_dir.empty()) {
+    source_.generator_options = extra_.generator;
+    source_.generator_options.seed = options.seed;
+  } else {
+    source_.generator = false;
+    source_.path = options.data_dir;
+    source_.seed = options.seed;
+  }
+  PSFLOW_ASSIGN_OR_RETURN(data_, load_wide_deep_data(source_));
+  if (data_->train.size() < options.batch_size) {
+    return absl::InvalidArgumentError(absl::StrCat("--batch-size ", options.batch_size,
+                                                   " is larger than the training set (",
+                                                   data_->train.size(), " examples)"));
+  }
+  if (options.out != nullptr) {
+    std::fprintf(options.out, "wide_deep: %s\n", data_->description.c_str());
+    std::fflush(options.out);
+  }
+  spec_.vocab_size = data_->vocab_size;
+  spec_.dense_features = data_->dense_features;
+  spec_.embedding_dim = extra_.embedding_dim;
+  spec_.hidden = extra_.hidden;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<ShardedVariable>> WideDeepModel::create_variables(uint64_t seed) {
+  PSFLOW_ASSIGN_OR_RETURN(std::vector<ShardedVariable> vars,
+                          create_wide_deep_variables(spec_, seed));
+  wide_table_devices_ = devices(vars[kWideTable]);
+  deep_table_devices_ = devices(vars[kDeepTable]);
+  return vars;
+}
+
+std::string_view WideDeepModel::step_function() const { return kWideDeepStepFunction; }
+
+std::string_view WideDeepModel::dataset_function() const { return kWideDeepDataset; }
+
+Structure WideDeepModel::dataset_args(const TrainOptions& options) const {
+  return Structure::dict({{"source", source_.to_structure()},
+                          {"batch_size", options.batch_size},
+                          {"seed", static_cast<int64_t>(options.seed)}});
+}
+
+std::unique_ptr<EpochTotals> WideDeepModel::new_totals() const {
+  return std::make_unique<StepResultTotals<WideDeepStepMetrics>>();
+}
+
+absl::StatusOr<ModelMetrics> WideDeepModel::evaluate(
+    const std::vector<ShardedVariable>& variables) const {
+  const WideDeepExamples& test = data_->test;
+  const int64_t n = test.size();
+  double loss_sum = 0.0;
+  nn::AUC auc;
+  nn::BinaryAccuracy accuracy;
+  for (int64_t begin = 0; begin < n; begin += kEvalChunk) {
+    const int64_t end = std::min(n, begin + kEvalChunk);
+    const WideDeepExamples chunk = test.slice(begin, end);
+    PSFLOW_ASSIGN_OR_RETURN(nn::UniqueIds unique, nn::unique_ids(chunk.ids));
+    PSFLOW_ASSIGN_OR_RETURN(std::vector<Tensor> params,
+                            pull_wide_deep_parameters(variables, unique.values));
+    const WideDeepBatch batch{chunk.dense, unique.index, chunk.weights, chunk.labels};
+    PSFLOW_ASSIGN_OR_RETURN(Tensor logits, wide_deep_logits(spec_, params, batch));
+    PSFLOW_ASSIGN_OR_RETURN(Tensor labels, chunk.labels.reshape({end - begin, 1}));
+    PSFLOW_ASSIGN_OR_RETURN(nn::LossResult loss, nn::sigmoid_binary_cross_entropy(logits, labels));
+    loss_sum += loss.loss * static_cast<double>(end - begin);
+    PSFLOW_RETURN_IF_ERROR(auc.update(labels, loss.probabilities));
+    PSFLOW_RETURN_IF_ERROR(accuracy.update(labels, loss.probabilities));
+  }
+  return ModelMetrics{
+      n > 0 ? loss_sum / static_cast<double>(n) : 0.0, accuracy.result(), {{"auc", auc.result()}}};
+}
+
+void WideDeepModel::add_summary_fields(const TrainOptions& o, const TrainSummary& run,
+                                       nlohmann::json& j) const {
+  j["partitioner"] = o.partitioner.empty() || o.partitioner == "none"
+                         ? absl::StrCat("fixed:", run.num_ps)
+                         : o.partitioner;
+  j["data"] = data_->description;
+  j["data_dir"] = o.data_dir;
+  j["embedding_dim"] = extra_.embedding_dim;
+  j["hidden"] = extra_.hidden;
+  j["wide_table_devices"] = wide_table_devices_;
+  j["deep_table_devices"] = deep_table_devices_;
+  j.erase("replicas");
+}
+
+}  // namespace psflow
