@@ -63,6 +63,12 @@ class WireStream {
   // INVALID_ARGUMENT naming a known field whose wire type is not `expected`.
   [[nodiscard]] absl::Status wrong_type(const Field& field, std::string_view field_name,
                                         internal::WireType expected) const;
+  // OK when `field` has wire type `expected`; wrong_type otherwise.
+  [[nodiscard]] absl::Status expect(const Field& field, std::string_view field_name,
+                                    internal::WireType expected) const {
+    if (field.wire_type == expected) return absl::OkStatus();
+    return wrong_type(field, field_name, expected);
+  }
   [[nodiscard]] absl::Status malformed(std::string_view what) const;
 
  private:

@@ -53,6 +53,8 @@ struct TensorFields {
 [[nodiscard]] absl::StatusOr<int64_t> validate_tensor_fields(const TensorFields& fields,
                                                              const CodecLimits& limits);
 [[nodiscard]] absl::Status rank_error(const CodecLimits& limits);
+// Appends `dim` to fields->shape; rank_error past max_rank.
+[[nodiscard]] absl::Status add_dim(uint64_t dim, const CodecLimits& limits, TensorFields* fields);
 // Every byte of a bool tensor's content must be 0 or 1 (other values would
 // be undefined behaviour when read as bool).
 [[nodiscard]] absl::Status validate_bool_content(std::string_view content);

@@ -161,54 +161,43 @@ absl::Status read_op(WireStream& stream, const WireStream::Field& message,
     PSFLOW_RETURN_IF_ERROR(stream.next(&field));
     switch (field.number) {
       case kOpKind:
-        if (field.wire_type != WireType::kVarint) {
-          return stream.wrong_type(field, "VariableOp.kind", WireType::kVarint);
-        }
+        PSFLOW_RETURN_IF_ERROR(stream.expect(field, "VariableOp.kind", WireType::kVarint));
         op->kind = static_cast<v1::VariableOp::Kind>(static_cast<int32_t>(field.value));
         break;
       case kOpVariable:
-        if (field.wire_type != WireType::kLengthDelimited) {
-          return stream.wrong_type(field, "VariableOp.variable", WireType::kLengthDelimited);
-        }
+        PSFLOW_RETURN_IF_ERROR(
+            stream.expect(field, "VariableOp.variable", WireType::kLengthDelimited));
         PSFLOW_RETURN_IF_ERROR(stream.read_bytes(field, &op->variable));
         break;
       case kOpValue:
       case kOpIds:
-        if (field.wire_type != WireType::kLengthDelimited) {
-          return stream.wrong_type(field,
-                                   field.number == kOpValue ? "VariableOp.value" : "VariableOp.ids",
-                                   WireType::kLengthDelimited);
-        }
+        PSFLOW_RETURN_IF_ERROR(
+            stream.expect(field, field.number == kOpValue ? "VariableOp.value" : "VariableOp.ids",
+                          WireType::kLengthDelimited));
         PSFLOW_RETURN_IF_ERROR((field.number == kOpValue ? value : ids).merge(stream, field));
         break;
       case kOpOptimizer:
-        if (field.wire_type != WireType::kVarint) {
-          return stream.wrong_type(field, "VariableOp.optimizer", WireType::kVarint);
-        }
+        PSFLOW_RETURN_IF_ERROR(stream.expect(field, "VariableOp.optimizer", WireType::kVarint));
         op->optimizer = static_cast<int32_t>(field.value);
         break;
       case kOpLearningRate:
-        if (field.wire_type != WireType::kFixed64) {
-          return stream.wrong_type(field, "VariableOp.learning_rate", WireType::kFixed64);
-        }
+        PSFLOW_RETURN_IF_ERROR(
+            stream.expect(field, "VariableOp.learning_rate", WireType::kFixed64));
         op->learning_rate = std::bit_cast<double>(field.value);
         break;
       case kOpOptimizerName:
-        if (field.wire_type != WireType::kLengthDelimited) {
-          return stream.wrong_type(field, "VariableOp.optimizer_name", WireType::kLengthDelimited);
-        }
+        PSFLOW_RETURN_IF_ERROR(
+            stream.expect(field, "VariableOp.optimizer_name", WireType::kLengthDelimited));
         PSFLOW_RETURN_IF_ERROR(stream.read_bytes(field, &op->optimizer_name));
         break;
       case kOpOptimizerSteps:
-        if (field.wire_type != WireType::kVarint) {
-          return stream.wrong_type(field, "VariableOp.optimizer_steps", WireType::kVarint);
-        }
+        PSFLOW_RETURN_IF_ERROR(
+            stream.expect(field, "VariableOp.optimizer_steps", WireType::kVarint));
         op->optimizer_steps = static_cast<int64_t>(field.value);
         break;
       case kOpSlotNames:
-        if (field.wire_type != WireType::kLengthDelimited) {
-          return stream.wrong_type(field, "VariableOp.slot_names", WireType::kLengthDelimited);
-        }
+        PSFLOW_RETURN_IF_ERROR(
+            stream.expect(field, "VariableOp.slot_names", WireType::kLengthDelimited));
         if (op->slot_names.size() >= kMaxSlotsPerOp) {
           return absl::InvalidArgumentError(
               absl::StrCat("more than ", kMaxSlotsPerOp, " slot names in one op"));
@@ -216,9 +205,8 @@ absl::Status read_op(WireStream& stream, const WireStream::Field& message,
         PSFLOW_RETURN_IF_ERROR(stream.read_bytes(field, &op->slot_names.emplace_back()));
         break;
       case kOpSlots: {
-        if (field.wire_type != WireType::kLengthDelimited) {
-          return stream.wrong_type(field, "VariableOp.slots", WireType::kLengthDelimited);
-        }
+        PSFLOW_RETURN_IF_ERROR(
+            stream.expect(field, "VariableOp.slots", WireType::kLengthDelimited));
         if (op->slots.size() >= kMaxSlotsPerOp) {
           return absl::InvalidArgumentError(
               absl::StrCat("more than ", kMaxSlotsPerOp, " slot tensors in one op"));
@@ -286,22 +274,18 @@ absl::Status read_optimizer(WireStream& stream, const WireStream::Field& message
   while (!stream.at_end()) {
     PSFLOW_RETURN_IF_ERROR(stream.next(&field));
     if (field.number == kOptimizerKind) {
-      if (field.wire_type != WireType::kLengthDelimited) {
-        return stream.wrong_type(field, "OptimizerProto.kind", WireType::kLengthDelimited);
-      }
+      PSFLOW_RETURN_IF_ERROR(
+          stream.expect(field, "OptimizerProto.kind", WireType::kLengthDelimited));
       PSFLOW_RETURN_IF_ERROR(stream.read_bytes(field, out->mutable_kind()));
       if (!internal::validate_key(out->kind()).ok()) {
         return absl::InvalidArgumentError("optimizer kind is not valid UTF-8");
       }
     } else if (field.number == kOptimizerNesterov) {
-      if (field.wire_type != WireType::kVarint) {
-        return stream.wrong_type(field, "OptimizerProto.nesterov", WireType::kVarint);
-      }
+      PSFLOW_RETURN_IF_ERROR(stream.expect(field, "OptimizerProto.nesterov", WireType::kVarint));
       out->set_nesterov(field.value != 0);
     } else if (field.number >= kOptimizerMomentum && field.number <= kOptimizerBeta) {
-      if (field.wire_type != WireType::kFixed64) {
-        return stream.wrong_type(field, "an OptimizerProto hyper-parameter", WireType::kFixed64);
-      }
+      PSFLOW_RETURN_IF_ERROR(
+          stream.expect(field, "an OptimizerProto hyper-parameter", WireType::kFixed64));
       set_hyper_parameter(field.number, std::bit_cast<double>(field.value), out);
     } else {
       PSFLOW_RETURN_IF_ERROR(stream.skip_unknown(field));
@@ -362,9 +346,8 @@ absl::StatusOr<ExecuteBatch> decode_execute_request(const grpc::ByteBuffer& byte
   while (!stream.at_end()) {
     PSFLOW_RETURN_IF_ERROR(stream.next(&field));
     if (field.number == kRequestOps) {
-      if (field.wire_type != WireType::kLengthDelimited) {
-        return stream.wrong_type(field, "ExecuteRequest.ops", WireType::kLengthDelimited);
-      }
+      PSFLOW_RETURN_IF_ERROR(
+          stream.expect(field, "ExecuteRequest.ops", WireType::kLengthDelimited));
       const size_t index = batch.ops.size();
       if (index >= kMaxOpsPerRequest) {
         return absl::InvalidArgumentError(absl::StrCat("the ExecuteRequest holds more than ",
@@ -374,9 +357,8 @@ absl::StatusOr<ExecuteBatch> decode_execute_request(const grpc::ByteBuffer& byte
       PSFLOW_RETURN_IF_ERROR(with_prefix(read_op(stream, field, limits, &batch.ops.emplace_back()),
                                          absl::StrCat("op ", index)));
     } else if (field.number == kRequestOptimizers) {
-      if (field.wire_type != WireType::kLengthDelimited) {
-        return stream.wrong_type(field, "ExecuteRequest.optimizers", WireType::kLengthDelimited);
-      }
+      PSFLOW_RETURN_IF_ERROR(
+          stream.expect(field, "ExecuteRequest.optimizers", WireType::kLengthDelimited));
       const size_t index = batch.optimizers.size();
       if (index >= kMaxOpsPerRequest) {
         return absl::InvalidArgumentError(
@@ -392,9 +374,8 @@ absl::StatusOr<ExecuteBatch> decode_execute_request(const grpc::ByteBuffer& byte
       }
       batch.optimizers.push_back(*config);
     } else if (field.number == kRequestUpdateKey) {
-      if (field.wire_type != WireType::kLengthDelimited) {
-        return stream.wrong_type(field, "ExecuteRequest.update_key", WireType::kLengthDelimited);
-      }
+      PSFLOW_RETURN_IF_ERROR(
+          stream.expect(field, "ExecuteRequest.update_key", WireType::kLengthDelimited));
       std::string bytes;
       PSFLOW_RETURN_IF_ERROR(stream.read_bytes(field, &bytes));
       v1::UpdateKey key;
@@ -443,9 +424,8 @@ absl::StatusOr<std::vector<Tensor>> decode_execute_response(const grpc::ByteBuff
       PSFLOW_RETURN_IF_ERROR(stream.skip_unknown(field));
       continue;
     }
-    if (field.wire_type != WireType::kLengthDelimited) {
-      return stream.wrong_type(field, "ExecuteResponse.results", WireType::kLengthDelimited);
-    }
+    PSFLOW_RETURN_IF_ERROR(
+        stream.expect(field, "ExecuteResponse.results", WireType::kLengthDelimited));
     TensorProtoReader reader(limits);
     PSFLOW_RETURN_IF_ERROR(reader.merge(stream, field));
     absl::StatusOr<Tensor> t = reader.finish();
