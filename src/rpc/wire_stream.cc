@@ -112,6 +112,12 @@ absl::Status WireStream::read_bytes(const Field& field, std::string* out) {
   return absl::OkStatus();
 }
 
+absl::Status WireStream::read_string(const Field& field, std::string_view field_name,
+                                     std::string* out) {
+  PSFLOW_RETURN_IF_ERROR(expect(field, field_name, WireType::kLengthDelimited));
+  return read_bytes(field, out);
+}
+
 absl::Status WireStream::read_raw(const Field& field, void* out) {
   if (!in_->ReadRaw(out, static_cast<int>(field.length))) {
     return malformed("truncated bytes");

@@ -53,6 +53,9 @@ class WireStream {
   [[nodiscard]] absl::Status read_varint(uint64_t* value);
   // Reads a length-delimited payload.
   [[nodiscard]] absl::Status read_bytes(const Field& field, std::string* out);
+  // expect(field, field_name, kLengthDelimited), then read_bytes.
+  [[nodiscard]] absl::Status read_string(const Field& field, std::string_view field_name,
+                                         std::string* out);
   [[nodiscard]] absl::Status read_raw(const Field& field, void* out);
   [[nodiscard]] absl::Status skip(const Field& field);
   // Parses a length-delimited payload as a nested message: fields until

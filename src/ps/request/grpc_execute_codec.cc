@@ -165,9 +165,7 @@ absl::Status read_op(WireStream& stream, const WireStream::Field& message,
         op->kind = static_cast<v1::VariableOp::Kind>(static_cast<int32_t>(field.value));
         break;
       case kOpVariable:
-        PSFLOW_RETURN_IF_ERROR(
-            stream.expect(field, "VariableOp.variable", WireType::kLengthDelimited));
-        PSFLOW_RETURN_IF_ERROR(stream.read_bytes(field, &op->variable));
+        PSFLOW_RETURN_IF_ERROR(stream.read_string(field, "VariableOp.variable", &op->variable));
         break;
       case kOpValue:
       case kOpIds:
@@ -187,8 +185,7 @@ absl::Status read_op(WireStream& stream, const WireStream::Field& message,
         break;
       case kOpOptimizerName:
         PSFLOW_RETURN_IF_ERROR(
-            stream.expect(field, "VariableOp.optimizer_name", WireType::kLengthDelimited));
-        PSFLOW_RETURN_IF_ERROR(stream.read_bytes(field, &op->optimizer_name));
+            stream.read_string(field, "VariableOp.optimizer_name", &op->optimizer_name));
         break;
       case kOpOptimizerSteps:
         PSFLOW_RETURN_IF_ERROR(
@@ -274,9 +271,7 @@ absl::Status read_optimizer(WireStream& stream, const WireStream::Field& message
   while (!stream.at_end()) {
     PSFLOW_RETURN_IF_ERROR(stream.next(&field));
     if (field.number == kOptimizerKind) {
-      PSFLOW_RETURN_IF_ERROR(
-          stream.expect(field, "OptimizerProto.kind", WireType::kLengthDelimited));
-      PSFLOW_RETURN_IF_ERROR(stream.read_bytes(field, out->mutable_kind()));
+      PSFLOW_RETURN_IF_ERROR(stream.read_string(field, "OptimizerProto.kind", out->mutable_kind()));
       if (!internal::validate_key(out->kind()).ok()) {
         return absl::InvalidArgumentError("optimizer kind is not valid UTF-8");
       }
