@@ -43,10 +43,7 @@ void write_tensor_proto(const Tensor& tensor, ByteBufferWriter& out) {
 
 absl::Status TensorProtoReader::merge(WireStream& stream, const WireStream::Field& message) {
   present_ = true;
-  const auto outer = stream.enter(message);
-  WireStream::Field field;
-  while (!stream.at_end()) {
-    PSFLOW_RETURN_IF_ERROR(stream.next(&field));
+  return stream.for_each_field(message, [&](const WireStream::Field& field) -> absl::Status {
     switch (field.number) {
       case kTensorDtype:
         PSFLOW_RETURN_IF_ERROR(stream.expect(field, "TensorProto.dtype", WireType::kVarint));
@@ -88,9 +85,8 @@ absl::Status TensorProtoReader::merge(WireStream& stream, const WireStream::Fiel
         break;
       default: PSFLOW_RETURN_IF_ERROR(stream.skip_unknown(field)); break;
     }
-  }
-  stream.leave(outer);
-  return absl::OkStatus();
+    return absl::OkStatus();
+  });
 }
 
 absl::StatusOr<Tensor> TensorProtoReader::finish() {

@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "absl/status/status.h"
+#include "psflow/status_macros.h"
 #include "tensor/wire.h"
 
 namespace psflow {
@@ -58,6 +59,20 @@ class WireStream {
                                          std::string* out);
   [[nodiscard]] absl::Status read_raw(const Field& field, void* out);
   [[nodiscard]] absl::Status skip(const Field& field);
+  // Reads every field of the nested message `message` (a length-delimited
+  // field), calling `visit(field)` on each, which returns a Status; stops
+  // at the first error.
+  template <typename Visit>
+  [[nodiscard]] absl::Status for_each_field(const Field& message, Visit&& visit) {
+    const auto outer = enter(message);
+    Field field;
+    while (!at_end()) {
+      PSFLOW_RETURN_IF_ERROR(next(&field));
+      PSFLOW_RETURN_IF_ERROR(visit(field));
+    }
+    leave(outer);
+    return absl::OkStatus();
+  }
   // Parses a length-delimited payload as a nested message: fields until
   // at_end() belong to it; leave() returns to the enclosing message.
   [[nodiscard]] google::protobuf::io::CodedInputStream::Limit enter(const Field& field);

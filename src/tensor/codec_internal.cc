@@ -14,14 +14,6 @@ absl::Status rank_error(const CodecLimits& limits) {
   return absl::InvalidArgumentError(absl::StrCat("tensor rank exceeds max_rank ", limits.max_rank));
 }
 
-absl::Status add_dim(uint64_t dim, const CodecLimits& limits, TensorFields* fields) {
-  if (fields->shape.size() >= static_cast<size_t>(std::max(limits.max_rank, 0))) {
-    return rank_error(limits);
-  }
-  fields->shape.push_back(static_cast<int64_t>(dim));
-  return absl::OkStatus();
-}
-
 absl::Status depth_error(const CodecLimits& limits) {
   return absl::InvalidArgumentError(
       absl::StrCat("structure is nested deeper than max_depth ", limits.max_depth));

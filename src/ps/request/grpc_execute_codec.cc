@@ -155,71 +155,69 @@ absl::Status read_op(WireStream& stream, const WireStream::Field& message,
                      const CodecLimits& limits, VariableOpArgs* op) {
   TensorProtoReader value(limits);
   TensorProtoReader ids(limits);
-  const auto outer = stream.enter(message);
-  WireStream::Field field;
-  while (!stream.at_end()) {
-    PSFLOW_RETURN_IF_ERROR(stream.next(&field));
-    switch (field.number) {
-      case kOpKind:
-        PSFLOW_RETURN_IF_ERROR(stream.expect(field, "VariableOp.kind", WireType::kVarint));
-        op->kind = static_cast<v1::VariableOp::Kind>(static_cast<int32_t>(field.value));
-        break;
-      case kOpVariable:
-        PSFLOW_RETURN_IF_ERROR(stream.read_string(field, "VariableOp.variable", &op->variable));
-        break;
-      case kOpValue:
-      case kOpIds:
-        PSFLOW_RETURN_IF_ERROR(
-            stream.expect(field, field.number == kOpValue ? "VariableOp.value" : "VariableOp.ids",
-                          WireType::kLengthDelimited));
-        PSFLOW_RETURN_IF_ERROR((field.number == kOpValue ? value : ids).merge(stream, field));
-        break;
-      case kOpOptimizer:
-        PSFLOW_RETURN_IF_ERROR(stream.expect(field, "VariableOp.optimizer", WireType::kVarint));
-        op->optimizer = static_cast<int32_t>(field.value);
-        break;
-      case kOpLearningRate:
-        PSFLOW_RETURN_IF_ERROR(
-            stream.expect(field, "VariableOp.learning_rate", WireType::kFixed64));
-        op->learning_rate = std::bit_cast<double>(field.value);
-        break;
-      case kOpOptimizerName:
-        PSFLOW_RETURN_IF_ERROR(
-            stream.read_string(field, "VariableOp.optimizer_name", &op->optimizer_name));
-        break;
-      case kOpOptimizerSteps:
-        PSFLOW_RETURN_IF_ERROR(
-            stream.expect(field, "VariableOp.optimizer_steps", WireType::kVarint));
-        op->optimizer_steps = static_cast<int64_t>(field.value);
-        break;
-      case kOpSlotNames:
-        PSFLOW_RETURN_IF_ERROR(
-            stream.expect(field, "VariableOp.slot_names", WireType::kLengthDelimited));
-        if (op->slot_names.size() >= kMaxSlotsPerOp) {
-          return absl::InvalidArgumentError(
-              absl::StrCat("more than ", kMaxSlotsPerOp, " slot names in one op"));
+  PSFLOW_RETURN_IF_ERROR(
+      stream.for_each_field(message, [&](const WireStream::Field& field) -> absl::Status {
+        switch (field.number) {
+          case kOpKind:
+            PSFLOW_RETURN_IF_ERROR(stream.expect(field, "VariableOp.kind", WireType::kVarint));
+            op->kind = static_cast<v1::VariableOp::Kind>(static_cast<int32_t>(field.value));
+            break;
+          case kOpVariable:
+            PSFLOW_RETURN_IF_ERROR(stream.read_string(field, "VariableOp.variable", &op->variable));
+            break;
+          case kOpValue:
+          case kOpIds:
+            PSFLOW_RETURN_IF_ERROR(stream.expect(
+                field, field.number == kOpValue ? "VariableOp.value" : "VariableOp.ids",
+                WireType::kLengthDelimited));
+            PSFLOW_RETURN_IF_ERROR((field.number == kOpValue ? value : ids).merge(stream, field));
+            break;
+          case kOpOptimizer:
+            PSFLOW_RETURN_IF_ERROR(stream.expect(field, "VariableOp.optimizer", WireType::kVarint));
+            op->optimizer = static_cast<int32_t>(field.value);
+            break;
+          case kOpLearningRate:
+            PSFLOW_RETURN_IF_ERROR(
+                stream.expect(field, "VariableOp.learning_rate", WireType::kFixed64));
+            op->learning_rate = std::bit_cast<double>(field.value);
+            break;
+          case kOpOptimizerName:
+            PSFLOW_RETURN_IF_ERROR(
+                stream.read_string(field, "VariableOp.optimizer_name", &op->optimizer_name));
+            break;
+          case kOpOptimizerSteps:
+            PSFLOW_RETURN_IF_ERROR(
+                stream.expect(field, "VariableOp.optimizer_steps", WireType::kVarint));
+            op->optimizer_steps = static_cast<int64_t>(field.value);
+            break;
+          case kOpSlotNames:
+            PSFLOW_RETURN_IF_ERROR(
+                stream.expect(field, "VariableOp.slot_names", WireType::kLengthDelimited));
+            if (op->slot_names.size() >= kMaxSlotsPerOp) {
+              return absl::InvalidArgumentError(
+                  absl::StrCat("more than ", kMaxSlotsPerOp, " slot names in one op"));
+            }
+            PSFLOW_RETURN_IF_ERROR(stream.read_bytes(field, &op->slot_names.emplace_back()));
+            break;
+          case kOpSlots: {
+            PSFLOW_RETURN_IF_ERROR(
+                stream.expect(field, "VariableOp.slots", WireType::kLengthDelimited));
+            if (op->slots.size() >= kMaxSlotsPerOp) {
+              return absl::InvalidArgumentError(
+                  absl::StrCat("more than ", kMaxSlotsPerOp, " slot tensors in one op"));
+            }
+            // Each occurrence of a repeated message field is its own tensor.
+            TensorProtoReader slot(limits);
+            PSFLOW_RETURN_IF_ERROR(slot.merge(stream, field));
+            absl::StatusOr<Tensor> t = slot.finish();
+            if (!t.ok()) return with_prefix(t.status(), absl::StrCat("slot ", op->slots.size()));
+            op->slots.push_back(*std::move(t));
+            break;
+          }
+          default: PSFLOW_RETURN_IF_ERROR(stream.skip_unknown(field)); break;
         }
-        PSFLOW_RETURN_IF_ERROR(stream.read_bytes(field, &op->slot_names.emplace_back()));
-        break;
-      case kOpSlots: {
-        PSFLOW_RETURN_IF_ERROR(
-            stream.expect(field, "VariableOp.slots", WireType::kLengthDelimited));
-        if (op->slots.size() >= kMaxSlotsPerOp) {
-          return absl::InvalidArgumentError(
-              absl::StrCat("more than ", kMaxSlotsPerOp, " slot tensors in one op"));
-        }
-        // Each occurrence of a repeated message field is its own tensor.
-        TensorProtoReader slot(limits);
-        PSFLOW_RETURN_IF_ERROR(slot.merge(stream, field));
-        absl::StatusOr<Tensor> t = slot.finish();
-        if (!t.ok()) return with_prefix(t.status(), absl::StrCat("slot ", op->slots.size()));
-        op->slots.push_back(*std::move(t));
-        break;
-      }
-      default: PSFLOW_RETURN_IF_ERROR(stream.skip_unknown(field)); break;
-    }
-  }
-  stream.leave(outer);
+        return absl::OkStatus();
+      }));
   // proto3 `string` fields must be UTF-8; every protobuf parser rejects
   // names that are not, so this one does too.
   if (!internal::validate_key(op->variable).ok()) {
@@ -266,10 +264,7 @@ void set_hyper_parameter(uint32_t number, double v, v1::OptimizerProto* out) {
 // to stderr for every invalid UTF-8 `kind` a hostile client sends.
 absl::Status read_optimizer(WireStream& stream, const WireStream::Field& message,
                             v1::OptimizerProto* out) {
-  const auto outer = stream.enter(message);
-  WireStream::Field field;
-  while (!stream.at_end()) {
-    PSFLOW_RETURN_IF_ERROR(stream.next(&field));
+  return stream.for_each_field(message, [&](const WireStream::Field& field) -> absl::Status {
     if (field.number == kOptimizerKind) {
       PSFLOW_RETURN_IF_ERROR(stream.read_string(field, "OptimizerProto.kind", out->mutable_kind()));
       if (!internal::validate_key(out->kind()).ok()) {
@@ -285,9 +280,8 @@ absl::Status read_optimizer(WireStream& stream, const WireStream::Field& message
     } else {
       PSFLOW_RETURN_IF_ERROR(stream.skip_unknown(field));
     }
-  }
-  stream.leave(outer);
-  return absl::OkStatus();
+    return absl::OkStatus();
+  });
 }
 
 // A ByteBuffer as a protobuf input stream (the buffer is copied by
