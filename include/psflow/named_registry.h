@@ -34,6 +34,8 @@ template <typename Registry>
 class NamedRegistrar;
 
 namespace internal {
+// The result and context types of a registry's std::function type.
+// Thread-safety: a type trait (no state).
 template <typename Function>
 struct NamedSignature;
 template <typename R, typename C>

@@ -33,6 +33,7 @@ bool read_exact(gzFile f, void* out, size_t n) {
 
 // The IDX element types: the type byte of the magic number, the bytes an
 // element takes in the file, and the dtype it is read into.
+// Thread-safety: a value type.
 struct IdxElementType {
   uint8_t code;
   size_t wire_size;

@@ -50,6 +50,7 @@ inline constexpr size_t kMaxGroupDepth = 100;
 // How skip_group ended: `error` is empty once the group's end tag was read;
 // otherwise it says what was wrong with the field that starts at byte
 // `offset` of `in`.
+// Thread-safety: a value type.
 struct GroupSkip {
   std::string_view error;
   int offset = 0;

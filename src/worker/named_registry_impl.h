@@ -24,6 +24,7 @@ namespace psflow {
 //   already_registered(name): ALREADY_EXISTS;
 //   not_registered(name, registered_names): NOT_FOUND;
 //   registrar_failure(name, status): the message a registrar aborts with.
+// Thread-safety: stateless.
 template <typename Registry>
 struct RegistryWording;
 
