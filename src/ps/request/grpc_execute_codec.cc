@@ -155,69 +155,69 @@ absl::Status read_op(WireStream& stream, const WireStream::Field& message,
                      const CodecLimits& limits, VariableOpArgs* op) {
   TensorProtoReader value(limits);
   TensorProtoReader ids(limits);
-  PSFLOW_RETURN_IF_ERROR(
-      stream.for_each_field(message, [&](const WireStream::Field& field) -> absl::Status {
-        switch (field.number) {
-          case kOpKind:
-            PSFLOW_RETURN_IF_ERROR(stream.expect(field, "VariableOp.kind", WireType::kVarint));
-            op->kind = static_cast<v1::VariableOp::Kind>(static_cast<int32_t>(field.value));
-            break;
-          case kOpVariable:
-            PSFLOW_RETURN_IF_ERROR(stream.read_string(field, "VariableOp.variable", &op->variable));
-            break;
-          case kOpValue:
-          case kOpIds:
-            PSFLOW_RETURN_IF_ERROR(stream.expect(
-                field, field.number == kOpValue ? "VariableOp.value" : "VariableOp.ids",
-                WireType::kLengthDelimited));
-            PSFLOW_RETURN_IF_ERROR((field.number == kOpValue ? value : ids).merge(stream, field));
-            break;
-          case kOpOptimizer:
-            PSFLOW_RETURN_IF_ERROR(stream.expect(field, "VariableOp.optimizer", WireType::kVarint));
-            op->optimizer = static_cast<int32_t>(field.value);
-            break;
-          case kOpLearningRate:
-            PSFLOW_RETURN_IF_ERROR(
-                stream.expect(field, "VariableOp.learning_rate", WireType::kFixed64));
-            op->learning_rate = std::bit_cast<double>(field.value);
-            break;
-          case kOpOptimizerName:
-            PSFLOW_RETURN_IF_ERROR(
-                stream.read_string(field, "VariableOp.optimizer_name", &op->optimizer_name));
-            break;
-          case kOpOptimizerSteps:
-            PSFLOW_RETURN_IF_ERROR(
-                stream.expect(field, "VariableOp.optimizer_steps", WireType::kVarint));
-            op->optimizer_steps = static_cast<int64_t>(field.value);
-            break;
-          case kOpSlotNames:
-            PSFLOW_RETURN_IF_ERROR(
-                stream.expect(field, "VariableOp.slot_names", WireType::kLengthDelimited));
-            if (op->slot_names.size() >= kMaxSlotsPerOp) {
-              return absl::InvalidArgumentError(
-                  absl::StrCat("more than ", kMaxSlotsPerOp, " slot names in one op"));
-            }
-            PSFLOW_RETURN_IF_ERROR(stream.read_bytes(field, &op->slot_names.emplace_back()));
-            break;
-          case kOpSlots: {
-            PSFLOW_RETURN_IF_ERROR(
-                stream.expect(field, "VariableOp.slots", WireType::kLengthDelimited));
-            if (op->slots.size() >= kMaxSlotsPerOp) {
-              return absl::InvalidArgumentError(
-                  absl::StrCat("more than ", kMaxSlotsPerOp, " slot tensors in one op"));
-            }
-            // Each occurrence of a repeated message field is its own tensor.
-            TensorProtoReader slot(limits);
-            PSFLOW_RETURN_IF_ERROR(slot.merge(stream, field));
-            absl::StatusOr<Tensor> t = slot.finish();
-            if (!t.ok()) return with_prefix(t.status(), absl::StrCat("slot ", op->slots.size()));
-            op->slots.push_back(*std::move(t));
-            break;
-          }
-          default: PSFLOW_RETURN_IF_ERROR(stream.skip_unknown(field)); break;
+  auto read_field = [&](const WireStream::Field& field) -> absl::Status {
+    switch (field.number) {
+      case kOpKind:
+        PSFLOW_RETURN_IF_ERROR(stream.expect(field, "VariableOp.kind", WireType::kVarint));
+        op->kind = static_cast<v1::VariableOp::Kind>(static_cast<int32_t>(field.value));
+        break;
+      case kOpVariable:
+        PSFLOW_RETURN_IF_ERROR(stream.read_string(field, "VariableOp.variable", &op->variable));
+        break;
+      case kOpValue:
+      case kOpIds:
+        PSFLOW_RETURN_IF_ERROR(
+            stream.expect(field, field.number == kOpValue ? "VariableOp.value" : "VariableOp.ids",
+                          WireType::kLengthDelimited));
+        PSFLOW_RETURN_IF_ERROR((field.number == kOpValue ? value : ids).merge(stream, field));
+        break;
+      case kOpOptimizer:
+        PSFLOW_RETURN_IF_ERROR(stream.expect(field, "VariableOp.optimizer", WireType::kVarint));
+        op->optimizer = static_cast<int32_t>(field.value);
+        break;
+      case kOpLearningRate:
+        PSFLOW_RETURN_IF_ERROR(
+            stream.expect(field, "VariableOp.learning_rate", WireType::kFixed64));
+        op->learning_rate = std::bit_cast<double>(field.value);
+        break;
+      case kOpOptimizerName:
+        PSFLOW_RETURN_IF_ERROR(
+            stream.read_string(field, "VariableOp.optimizer_name", &op->optimizer_name));
+        break;
+      case kOpOptimizerSteps:
+        PSFLOW_RETURN_IF_ERROR(
+            stream.expect(field, "VariableOp.optimizer_steps", WireType::kVarint));
+        op->optimizer_steps = static_cast<int64_t>(field.value);
+        break;
+      case kOpSlotNames:
+        PSFLOW_RETURN_IF_ERROR(
+            stream.expect(field, "VariableOp.slot_names", WireType::kLengthDelimited));
+        if (op->slot_names.size() >= kMaxSlotsPerOp) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("more than ", kMaxSlotsPerOp, " slot names in one op"));
         }
-        return absl::OkStatus();
-      }));
+        PSFLOW_RETURN_IF_ERROR(stream.read_bytes(field, &op->slot_names.emplace_back()));
+        break;
+      case kOpSlots: {
+        PSFLOW_RETURN_IF_ERROR(
+            stream.expect(field, "VariableOp.slots", WireType::kLengthDelimited));
+        if (op->slots.size() >= kMaxSlotsPerOp) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("more than ", kMaxSlotsPerOp, " slot tensors in one op"));
+        }
+        // Each occurrence of a repeated message field is its own tensor.
+        TensorProtoReader slot(limits);
+        PSFLOW_RETURN_IF_ERROR(slot.merge(stream, field));
+        absl::StatusOr<Tensor> t = slot.finish();
+        if (!t.ok()) return with_prefix(t.status(), absl::StrCat("slot ", op->slots.size()));
+        op->slots.push_back(*std::move(t));
+        break;
+      }
+      default: PSFLOW_RETURN_IF_ERROR(stream.skip_unknown(field)); break;
+    }
+    return absl::OkStatus();
+  };
+  PSFLOW_RETURN_IF_ERROR(stream.for_each_field(message, read_field));
   // proto3 `string` fields must be UTF-8; every protobuf parser rejects
   // names that are not, so this one does too.
   if (!internal::validate_key(op->variable).ok()) {
@@ -298,6 +298,25 @@ class ByteBufferInput {
   google::protobuf::io::CodedInputStream in_;
 };
 
+// Reads the top-level message `message` (ExecuteRequest, ExecuteResponse)
+// from `bytes` after checking its size, calling visit(stream, field) for
+// each of its fields; stops at the first error.
+template <typename Visit>
+absl::Status read_message(const grpc::ByteBuffer& bytes, const CodecLimits& limits,
+                          std::string_view message, Visit&& visit) {
+  const size_t size = bytes.Length();
+  PSFLOW_RETURN_IF_ERROR(check_size(size, limits, message));
+  if (size == 0) return absl::OkStatus();
+  ByteBufferInput input(bytes);
+  WireStream stream(input.stream(), size, message);
+  WireStream::Field field;
+  while (!stream.at_end()) {
+    PSFLOW_RETURN_IF_ERROR(stream.next(&field));
+    PSFLOW_RETURN_IF_ERROR(visit(stream, field));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 grpc::ByteBuffer encode_execute_request(const ExecuteBatch& batch) {
@@ -325,15 +344,8 @@ grpc::ByteBuffer encode_execute_request(const ExecuteBatch& batch) {
 
 absl::StatusOr<ExecuteBatch> decode_execute_request(const grpc::ByteBuffer& bytes,
                                                     const CodecLimits& limits) {
-  const size_t size = bytes.Length();
-  PSFLOW_RETURN_IF_ERROR(check_size(size, limits, "ExecuteRequest"));
   ExecuteBatch batch;
-  if (size == 0) return batch;
-  ByteBufferInput input(bytes);
-  WireStream stream(input.stream(), size, "ExecuteRequest");
-  WireStream::Field field;
-  while (!stream.at_end()) {
-    PSFLOW_RETURN_IF_ERROR(stream.next(&field));
+  auto read_field = [&](WireStream& stream, const WireStream::Field& field) -> absl::Status {
     if (field.number == kRequestOps) {
       PSFLOW_RETURN_IF_ERROR(
           stream.expect(field, "ExecuteRequest.ops", WireType::kLengthDelimited));
@@ -375,7 +387,9 @@ absl::StatusOr<ExecuteBatch> decode_execute_request(const grpc::ByteBuffer& byte
     } else {
       PSFLOW_RETURN_IF_ERROR(stream.skip_unknown(field));
     }
-  }
+    return absl::OkStatus();
+  };
+  PSFLOW_RETURN_IF_ERROR(read_message(bytes, limits, "ExecuteRequest", read_field));
   return batch;
 }
 
@@ -400,19 +414,9 @@ grpc::ByteBuffer encode_execute_response(const std::vector<Tensor>& results) {
 
 absl::StatusOr<std::vector<Tensor>> decode_execute_response(const grpc::ByteBuffer& bytes,
                                                             const CodecLimits& limits) {
-  const size_t size = bytes.Length();
-  PSFLOW_RETURN_IF_ERROR(check_size(size, limits, "ExecuteResponse"));
   std::vector<Tensor> results;
-  if (size == 0) return results;
-  ByteBufferInput input(bytes);
-  WireStream stream(input.stream(), size, "ExecuteResponse");
-  WireStream::Field field;
-  while (!stream.at_end()) {
-    PSFLOW_RETURN_IF_ERROR(stream.next(&field));
-    if (field.number != kResponseResults) {
-      PSFLOW_RETURN_IF_ERROR(stream.skip_unknown(field));
-      continue;
-    }
+  auto read_result = [&](WireStream& stream, const WireStream::Field& field) -> absl::Status {
+    if (field.number != kResponseResults) return stream.skip_unknown(field);
     PSFLOW_RETURN_IF_ERROR(
         stream.expect(field, "ExecuteResponse.results", WireType::kLengthDelimited));
     TensorProtoReader reader(limits);
@@ -420,7 +424,9 @@ absl::StatusOr<std::vector<Tensor>> decode_execute_response(const grpc::ByteBuff
     absl::StatusOr<Tensor> t = reader.finish();
     if (!t.ok()) return with_prefix(t.status(), absl::StrCat("result ", results.size()));
     results.push_back(*std::move(t));
-  }
+    return absl::OkStatus();
+  };
+  PSFLOW_RETURN_IF_ERROR(read_message(bytes, limits, "ExecuteResponse", read_result));
   return results;
 }
 
