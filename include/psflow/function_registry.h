@@ -21,16 +21,12 @@
 #define PSFLOW_FUNCTION_REGISTRY_H_
 
 #include <functional>
-#include <map>
-#include <memory>
 #include <string>
-#include <string_view>
-#include <vector>
+#include <utility>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
+#include "psflow/named_registry.h"
 #include "psflow/structure.h"
 #include "psflow/worker_context.h"
 
@@ -43,73 +39,32 @@ namespace psflow {
 using WorkerFunction =
     std::function<absl::StatusOr<Structure>(WorkerContext& ctx, const Structure& args)>;
 
-struct RegisteredFunction {
-  std::string name;
-  WorkerFunction fn;
-};
+using RegisteredFunction = Registered<WorkerFunction>;
 
 // Thread-safety: thread-safe. Entries are never removed, so pointers that
 // find() and lookup() return stay valid as long as the registry.
-class FunctionRegistry {
+class FunctionRegistry
+    : public NamedRegistry<FunctionRegistry, WorkerFunction, const RegisteredFunction*> {
  public:
-  // The process-wide registry that PSFLOW_FUNCTION fills.
-  [[nodiscard]] static FunctionRegistry& global();
-
-  FunctionRegistry() = default;
-  FunctionRegistry(const FunctionRegistry&) = delete;
-  FunctionRegistry& operator=(const FunctionRegistry&) = delete;
-
   // INVALID_ARGUMENT for an empty name or an empty function; ALREADY_EXISTS
   // when the name is taken.
-  [[nodiscard]] absl::Status register_function(std::string name, WorkerFunction fn)
-      ABSL_LOCKS_EXCLUDED(mu_);
-
-  // Null when nothing is registered under `name`.
-  [[nodiscard]] const RegisteredFunction* find(std::string_view name) const
-      ABSL_LOCKS_EXCLUDED(mu_);
-  // NOT_FOUND naming `name` and the registered names closest to it.
-  [[nodiscard]] absl::StatusOr<const RegisteredFunction*> lookup(std::string_view name) const
-      ABSL_LOCKS_EXCLUDED(mu_);
-  // Sorted.
-  [[nodiscard]] std::vector<std::string> names() const ABSL_LOCKS_EXCLUDED(mu_);
-
- private:
-  mutable absl::Mutex mu_;
-  std::map<std::string, std::unique_ptr<const RegisteredFunction>, std::less<>> functions_
-      ABSL_GUARDED_BY(mu_);
+  using NamedRegistry::register_function;
 };
 
 // Registers a function in FunctionRegistry::global() when constructed, i.e.
-// at static initialisation. A duplicate or empty name aborts the program
-// with a message naming it: two functions under one name would make every
-// worker run an arbitrary one of them.
-// Thread-safety: construction is thread-safe (the registry is).
-class FunctionRegistrar {
- public:
-  FunctionRegistrar(std::string name, WorkerFunction fn);
-};
+// at static initialisation; aborts on a duplicate or empty name (see
+// NamedRegistrar).
+using FunctionRegistrar = NamedRegistrar<FunctionRegistry>;
 
 }  // namespace psflow
-
-#define PSFLOW_REGISTRY_CONCAT_INNER_(a, b) a##b
-#define PSFLOW_REGISTRY_CONCAT_(a, b) PSFLOW_REGISTRY_CONCAT_INNER_(a, b)
 
 // Registers any callable under a string name, which may contain characters
 // an identifier cannot ("model/train_step"):
 //   PSFLOW_REGISTER_FUNCTION("model/train_step", &train_step);
-#define PSFLOW_REGISTER_FUNCTION(name, fn)                                           \
-  [[maybe_unused]] static const ::psflow::FunctionRegistrar PSFLOW_REGISTRY_CONCAT_( \
-      psflow_function_registrar_, __COUNTER__)(name, fn)
+#define PSFLOW_REGISTER_FUNCTION(name, fn) PSFLOW_NAMED_REGISTER_(Function, name, fn)
 
 // Defines and registers a function under the name of the identifier `name`;
 // `ctx` and `args` name its parameters. See the example at the top.
-#define PSFLOW_FUNCTION(name, ctx, args)                                                      \
-  static ::absl::StatusOr<::psflow::Structure> psflow_function_##name(                        \
-      ::psflow::WorkerContext& ctx, const ::psflow::Structure& args);                         \
-  [[maybe_unused]] static const ::psflow::FunctionRegistrar psflow_function_registrar_##name( \
-      #name, &psflow_function_##name);                                                        \
-  static ::absl::StatusOr<::psflow::Structure> psflow_function_##name(                        \
-      [[maybe_unused]] ::psflow::WorkerContext& ctx,                                          \
-      [[maybe_unused]] const ::psflow::Structure& args)
+#define PSFLOW_FUNCTION(name, ctx, args) PSFLOW_NAMED_FUNCTION_(Function, name, ctx, args)
 
 #endif  // PSFLOW_FUNCTION_REGISTRY_H_

@@ -18,6 +18,7 @@
 #define PSFLOW_NN_H_
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -183,13 +184,50 @@ enum class Combiner { kSum, kMean };
 // `other` before touching this one, so merging a metric into itself or two
 // metrics into each other from two threads cannot deadlock.
 
+namespace internal {
+
+// A metric's state behind a mutex: what every metric below holds. Copies
+// take a snapshot; assignment reads a snapshot of `other` before locking
+// this one, so that assigning two metrics to each other from two threads
+// cannot deadlock.
+// Thread-safety: the mutex guards the state.
+template <typename State>
+class GuardedState {
+ protected:
+  GuardedState() = default;
+  GuardedState(const GuardedState& other) : state_(other.snapshot()) {}
+  GuardedState& operator=(const GuardedState& other) ABSL_LOCKS_EXCLUDED(mu_) {
+    State s = other.snapshot();
+    absl::MutexLock lock(&mu_);
+    state_ = std::move(s);
+    return *this;
+  }
+  ~GuardedState() = default;
+
+  [[nodiscard]] State snapshot() const ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
+    return state_;
+  }
+  void reset_state() ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
+    state_ = State();
+  }
+
+  mutable absl::Mutex mu_;
+  State state_ ABSL_GUARDED_BY(mu_);
+};
+
+struct MeanState {
+  double total = 0.0;
+  double count = 0.0;
+};
+}  // namespace internal
+
 // Weighted mean of values (Keras's metrics.Mean), typically the loss.
 // Thread-safety: all methods may run concurrently (internal mutex).
-class Mean {
+class Mean : private internal::GuardedState<internal::MeanState> {
  public:
   Mean() = default;
-  Mean(const Mean& other);
-  Mean& operator=(const Mean& other) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Adds `value` with `weight` (finite, >= 0). A NaN or infinite value is
   // accepted and propagates to result(), as in Keras, so divergence shows.
@@ -206,25 +244,22 @@ class Mean {
   [[nodiscard]] static absl::StatusOr<Mean> from_structure(const Structure& s);
 
  private:
-  struct State {
-    double total = 0.0;
-    double count = 0.0;
-  };
-  State snapshot() const;
-
-  mutable absl::Mutex mu_;
-  State state_ ABSL_GUARDED_BY(mu_);
+  using State = internal::MeanState;
 };
+
+namespace internal {
+struct AccuracyState {
+  int64_t correct = 0;
+  int64_t count = 0;
+};
+}  // namespace internal
 
 // Fraction of rows whose argmax equals the integer label (Keras's
 // SparseCategoricalAccuracy). Thread-safety: all methods may run
 // concurrently (internal mutex).
-class SparseCategoricalAccuracy {
+class SparseCategoricalAccuracy : private internal::GuardedState<internal::AccuracyState> {
  public:
   SparseCategoricalAccuracy() = default;
-  SparseCategoricalAccuracy(const SparseCategoricalAccuracy& other);
-  SparseCategoricalAccuracy& operator=(const SparseCategoricalAccuracy& other)
-      ABSL_LOCKS_EXCLUDED(mu_);
 
   // labels [N] or [N, 1], int32/int64/uint8 in [0, C); predictions [N, C]
   // float (probabilities or logits: the argmax is the same).
@@ -240,25 +275,24 @@ class SparseCategoricalAccuracy {
   [[nodiscard]] static absl::StatusOr<SparseCategoricalAccuracy> from_structure(const Structure& s);
 
  private:
-  struct State {
-    int64_t correct = 0;
-    int64_t count = 0;
-  };
-  State snapshot() const;
-
-  mutable absl::Mutex mu_;
-  State state_ ABSL_GUARDED_BY(mu_);
+  using State = internal::AccuracyState;
 };
+
+namespace internal {
+struct BinaryAccuracyState {
+  double threshold = 0.5;
+  int64_t correct = 0;
+  int64_t count = 0;
+};
+}  // namespace internal
 
 // Fraction of predictions p with (p > threshold) == label (Keras's
 // BinaryAccuracy). Thread-safety: all methods may run concurrently
 // (internal mutex).
-class BinaryAccuracy {
+class BinaryAccuracy : private internal::GuardedState<internal::BinaryAccuracyState> {
  public:
   // `threshold` should be finite: from_structure rejects a non-finite one.
   explicit BinaryAccuracy(double threshold = 0.5);
-  BinaryAccuracy(const BinaryAccuracy& other);
-  BinaryAccuracy& operator=(const BinaryAccuracy& other) ABSL_LOCKS_EXCLUDED(mu_);
 
   // labels 0 or 1 (float32/float64/int32/int64/uint8/bool); predictions
   // float32/float64 of the same shape ([N] and [N, 1] also pair up).
@@ -276,16 +310,16 @@ class BinaryAccuracy {
   [[nodiscard]] static absl::StatusOr<BinaryAccuracy> from_structure(const Structure& s);
 
  private:
-  struct State {
-    double threshold = 0.5;
-    int64_t correct = 0;
-    int64_t count = 0;
-  };
-  State snapshot() const;
-
-  mutable absl::Mutex mu_;
-  State state_ ABSL_GUARDED_BY(mu_);
+  using State = internal::BinaryAccuracyState;
 };
+
+namespace internal {
+struct AucState {
+  int num_thresholds = 0;
+  std::vector<int64_t> positives;  // num_thresholds - 1 buckets
+  std::vector<int64_t> negatives;
+};
+}  // namespace internal
 
 // Area under the ROC curve, approximated as Keras's AUC does: predictions
 // are counted against `num_thresholds` thresholds (-eps, 1/K, ...,
@@ -294,7 +328,7 @@ class BinaryAccuracy {
 // state is a histogram of positives and negatives per threshold bucket,
 // which sums exactly across workers. Thread-safety: all methods may run
 // concurrently (internal mutex).
-class AUC {
+class AUC : private internal::GuardedState<internal::AucState> {
  public:
   static constexpr int kDefaultThresholds = 200;
   // Bounds the state a from_structure() input can make us allocate.
@@ -303,8 +337,6 @@ class AUC {
   AUC() : AUC(kDefaultThresholds) {}
   // INVALID_ARGUMENT unless 2 <= num_thresholds <= kMaxThresholds.
   [[nodiscard]] static absl::StatusOr<AUC> create(int num_thresholds);
-  AUC(const AUC& other);
-  AUC& operator=(const AUC& other) ABSL_LOCKS_EXCLUDED(mu_);
 
   // labels 0 or 1 (float32/float64/int32/int64/uint8/bool); predictions
   // float32/float64 probabilities in [0, 1] (Keras asserts the same), same
@@ -327,15 +359,7 @@ class AUC {
 
  private:
   explicit AUC(int num_thresholds);
-  struct State {
-    int num_thresholds = kDefaultThresholds;
-    std::vector<int64_t> positives;  // num_thresholds - 1 buckets
-    std::vector<int64_t> negatives;
-  };
-  State snapshot() const;
-
-  mutable absl::Mutex mu_;
-  State state_ ABSL_GUARDED_BY(mu_);
+  using State = internal::AucState;
 };
 
 }  // namespace psflow::nn

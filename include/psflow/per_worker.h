@@ -23,16 +23,14 @@
 #define PSFLOW_PER_WORKER_H_
 
 #include <functional>
-#include <map>
-#include <memory>
 #include <string>
 #include <string_view>
-#include <vector>
+#include <utility>
 
-#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "psflow/dataset.h"
+#include "psflow/named_registry.h"
 #include "psflow/structure.h"
 
 namespace psflow {
@@ -68,31 +66,19 @@ using DatasetFunction =
     std::function<absl::StatusOr<Dataset>(const DatasetContext& ctx, const Structure& args)>;
 
 // Dataset functions by name, filled at static initialisation in every
-// process of the binary (as FunctionRegistry).
+// process of the binary (as FunctionRegistry); lookup() gives a copy of the
+// function.
 // Thread-safety: thread-safe; entries are never removed.
-class DatasetRegistry {
+class DatasetRegistry : public NamedRegistry<DatasetRegistry, DatasetFunction> {
  public:
-  [[nodiscard]] static DatasetRegistry& global();
-
   // INVALID_ARGUMENT for an empty name or function; ALREADY_EXISTS.
-  [[nodiscard]] absl::Status register_dataset(std::string name, DatasetFunction fn)
-      ABSL_LOCKS_EXCLUDED(mu_);
-  // NOT_FOUND naming `name` and the registered names closest to it.
-  [[nodiscard]] absl::StatusOr<DatasetFunction> lookup(std::string_view name) const
-      ABSL_LOCKS_EXCLUDED(mu_);
-  [[nodiscard]] std::vector<std::string> names() const ABSL_LOCKS_EXCLUDED(mu_);
-
- private:
-  mutable absl::Mutex mu_;
-  std::map<std::string, DatasetFunction, std::less<>> functions_ ABSL_GUARDED_BY(mu_);
+  [[nodiscard]] absl::Status register_dataset(std::string name, DatasetFunction fn) {
+    return register_function(std::move(name), std::move(fn));
+  }
 };
 
 // Registers at static initialisation; aborts on a duplicate name.
-// Thread-safety: as DatasetRegistry.
-class DatasetRegistrar {
- public:
-  DatasetRegistrar(std::string name, DatasetFunction fn);
-};
+using DatasetRegistrar = NamedRegistrar<DatasetRegistry>;
 
 // One iterator per worker over its copy of a per-worker dataset. A handle:
 // pass handle() (or the iterator, which converts) in schedule() arguments;
@@ -134,22 +120,10 @@ class PerWorkerDataset {
 
 }  // namespace psflow
 
-#define PSFLOW_DATASET_CONCAT_INNER_(a, b) a##b
-#define PSFLOW_DATASET_CONCAT_(a, b) PSFLOW_DATASET_CONCAT_INNER_(a, b)
-
 // Registers any callable under a string name.
-#define PSFLOW_REGISTER_DATASET(name, fn)                                          \
-  [[maybe_unused]] static const ::psflow::DatasetRegistrar PSFLOW_DATASET_CONCAT_( \
-      psflow_dataset_registrar_, __COUNTER__)(name, fn)
+#define PSFLOW_REGISTER_DATASET(name, fn) PSFLOW_NAMED_REGISTER_(Dataset, name, fn)
 
 // Defines and registers a dataset function named after the identifier.
-#define PSFLOW_DATASET_FUNCTION(name, ctx, args)                                            \
-  static ::absl::StatusOr<::psflow::Dataset> psflow_dataset_##name(                         \
-      const ::psflow::DatasetContext& ctx, const ::psflow::Structure& args);                \
-  [[maybe_unused]] static const ::psflow::DatasetRegistrar psflow_dataset_registrar_##name( \
-      #name, &psflow_dataset_##name);                                                       \
-  static ::absl::StatusOr<::psflow::Dataset> psflow_dataset_##name(                         \
-      [[maybe_unused]] const ::psflow::DatasetContext& ctx,                                 \
-      [[maybe_unused]] const ::psflow::Structure& args)
+#define PSFLOW_DATASET_FUNCTION(name, ctx, args) PSFLOW_NAMED_FUNCTION_(Dataset, name, ctx, args)
 
 #endif  // PSFLOW_PER_WORKER_H_

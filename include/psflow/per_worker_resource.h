@@ -30,19 +30,16 @@
 #define PSFLOW_PER_WORKER_RESOURCE_H_
 
 #include <functional>
-#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <type_traits>
 #include <typeinfo>
 #include <utility>
-#include <vector>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
+#include "psflow/named_registry.h"
 #include "psflow/structure.h"
 
 namespace psflow {
@@ -97,33 +94,6 @@ class WorkerResource {
 using ResourceFunction = std::function<absl::StatusOr<WorkerResource>(const ResourceContext& ctx,
                                                                       const Structure& args)>;
 
-// Resource functions by name, filled at static initialisation in every
-// process of the binary (as FunctionRegistry).
-// Thread-safety: thread-safe; entries are never removed.
-class ResourceRegistry {
- public:
-  [[nodiscard]] static ResourceRegistry& global();
-
-  // INVALID_ARGUMENT for an empty name or function; ALREADY_EXISTS.
-  [[nodiscard]] absl::Status register_resource(std::string name, ResourceFunction fn)
-      ABSL_LOCKS_EXCLUDED(mu_);
-  // NOT_FOUND naming `name` and the registered names closest to it.
-  [[nodiscard]] absl::StatusOr<ResourceFunction> lookup(std::string_view name) const
-      ABSL_LOCKS_EXCLUDED(mu_);
-  [[nodiscard]] std::vector<std::string> names() const ABSL_LOCKS_EXCLUDED(mu_);
-
- private:
-  mutable absl::Mutex mu_;
-  std::map<std::string, ResourceFunction, std::less<>> functions_ ABSL_GUARDED_BY(mu_);
-};
-
-// Registers at static initialisation; aborts on a duplicate name.
-// Thread-safety: as ResourceRegistry.
-class ResourceRegistrar {
- public:
-  ResourceRegistrar(std::string name, ResourceFunction fn);
-};
-
 // TF's per-worker values of create_per_worker_resource: one resource, a
 // copy per worker. A handle: pass handle() (or the object, which converts)
 // in schedule() arguments; the function reaches its worker's copy with
@@ -149,24 +119,27 @@ class PerWorkerResource {
   Structure handle_;
 };
 
+// Resource functions by name, filled at static initialisation in every
+// process of the binary (as FunctionRegistry); lookup() gives a copy of the
+// function.
+// Thread-safety: thread-safe; entries are never removed.
+class ResourceRegistry : public NamedRegistry<ResourceRegistry, ResourceFunction> {
+ public:
+  // INVALID_ARGUMENT for an empty name or function; ALREADY_EXISTS.
+  [[nodiscard]] absl::Status register_resource(std::string name, ResourceFunction fn) {
+    return register_function(std::move(name), std::move(fn));
+  }
+};
+
+// Registers at static initialisation; aborts on a duplicate name.
+using ResourceRegistrar = NamedRegistrar<ResourceRegistry>;
+
 }  // namespace psflow
 
-#define PSFLOW_RESOURCE_CONCAT_INNER_(a, b) a##b
-#define PSFLOW_RESOURCE_CONCAT_(a, b) PSFLOW_RESOURCE_CONCAT_INNER_(a, b)
-
 // Registers any callable under a string name ("model/embeddings").
-#define PSFLOW_REGISTER_RESOURCE(name, fn)                                           \
-  [[maybe_unused]] static const ::psflow::ResourceRegistrar PSFLOW_RESOURCE_CONCAT_( \
-      psflow_resource_registrar_, __COUNTER__)(name, fn)
+#define PSFLOW_REGISTER_RESOURCE(name, fn) PSFLOW_NAMED_REGISTER_(Resource, name, fn)
 
 // Defines and registers a resource function named after the identifier.
-#define PSFLOW_RESOURCE_FUNCTION(name, ctx, args)                                             \
-  static ::absl::StatusOr<::psflow::WorkerResource> psflow_resource_##name(                   \
-      const ::psflow::ResourceContext& ctx, const ::psflow::Structure& args);                 \
-  [[maybe_unused]] static const ::psflow::ResourceRegistrar psflow_resource_registrar_##name( \
-      #name, &psflow_resource_##name);                                                        \
-  static ::absl::StatusOr<::psflow::WorkerResource> psflow_resource_##name(                   \
-      [[maybe_unused]] const ::psflow::ResourceContext& ctx,                                  \
-      [[maybe_unused]] const ::psflow::Structure& args)
+#define PSFLOW_RESOURCE_FUNCTION(name, ctx, args) PSFLOW_NAMED_FUNCTION_(Resource, name, ctx, args)
 
 #endif  // PSFLOW_PER_WORKER_RESOURCE_H_

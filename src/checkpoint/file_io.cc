@@ -31,20 +31,6 @@ uint32_t crc32_of(std::string_view bytes, uint32_t crc) {
   return static_cast<uint32_t>(c);
 }
 
-absl::Status errno_status(int error, std::string_view what) {
-  const std::string message = absl::StrCat(av(what), ": ", std::strerror(error));
-  switch (error) {
-    case ENOENT: return absl::NotFoundError(message);
-    case EACCES:
-    case EPERM: return absl::PermissionDeniedError(message);
-    case EEXIST:
-    case ENOTEMPTY: return absl::AlreadyExistsError(message);
-    case ENOSPC:
-    case EDQUOT: return absl::ResourceExhaustedError(message);
-    default: return absl::InternalError(message);
-  }
-}
-
 absl::Status fs_error(const std::error_code& ec, std::string_view what) {
   return errno_status(ec.value(), what);
 }

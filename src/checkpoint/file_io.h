@@ -11,6 +11,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "base/errno_status.h"
 
 namespace psflow::checkpoint {
 
@@ -67,7 +68,7 @@ class AtomicFileWriter {
 [[nodiscard]] absl::Status sync_directory(const std::string& path);
 
 // An errno as a Status naming `what` (e.g. "cannot write /x/y").
-[[nodiscard]] absl::Status errno_status(int error, std::string_view what);
+using ::psflow::errno_status;
 // The same for a std::filesystem error code.
 [[nodiscard]] absl::Status fs_error(const std::error_code& ec, std::string_view what);
 

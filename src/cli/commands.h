@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <functional>
+#include <memory>
 #include <string>
 
 #include "psflow/local_cluster.h"
@@ -21,6 +22,28 @@ struct Command {
   CLI::App* app = nullptr;
   std::function<int()> run;
 };
+
+// What --help says of a subcommand: its name, one line of description, and
+// the text after its flags.
+// Thread-safety: a value type.
+struct CommandHelp {
+  const char* name;
+  const char* description;
+  const char* footer;
+};
+
+// Adds the subcommand `help` describes, with flags of type Flags that
+// `add_flags` declares: the parser fills them, and `run` reads them once the
+// subcommand was chosen.
+template <typename Flags>
+[[nodiscard]] Command add_command(CLI::App& parent, const CommandHelp& help,
+                                  void (*add_flags)(CLI::App&, Flags&), int (*run)(const Flags&)) {
+  auto flags = std::make_shared<Flags>();
+  CLI::App* app = parent.add_subcommand(help.name, help.description);
+  app->footer(help.footer);
+  add_flags(*app, *flags);
+  return Command{app, [flags, run] { return run(*flags); }};
+}
 
 [[nodiscard]] Command add_server_command(CLI::App& parent);
 [[nodiscard]] Command add_local_cluster_command(CLI::App& parent);

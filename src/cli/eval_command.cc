@@ -1,6 +1,5 @@
 // `psflow eval`: the sidecar evaluator of a training run.
 #include <cstdio>
-#include <memory>
 #include <string>
 
 #include "absl/time/time.h"
@@ -15,6 +14,21 @@ struct EvalFlags {
   bool once = false;
   double timeout_seconds = 24 * 3600;
 };
+
+constexpr CommandHelp kEvalHelp = {
+    "eval", "Evaluate a training run's checkpoints as they appear (sidecar evaluator)",
+    R"(Runs beside `psflow train --run-dir DIR`: evaluates each new checkpoint of
+DIR/checkpoints on the test set, reading the checkpoint files only (it never
+talks to the parameter servers), appends the metrics to DIR/eval/metrics.jsonl
+and TensorBoard events to DIR/eval, and exits once training has finished.)"};
+
+void add_eval_flags(CLI::App& app, EvalFlags& flags) {
+  app.add_option("--run-dir", flags.run_dir, "The training run directory")->required();
+  app.add_flag("--once", flags.once, "Evaluate the checkpoints present now, then exit");
+  app.add_option("--timeout", flags.timeout_seconds,
+                 "Seconds to keep watching for training to finish")
+      ->capture_default_str();
+}
 
 int run_eval(const EvalFlags& flags) {
   EvaluatorOptions options;
@@ -36,20 +50,7 @@ int run_eval(const EvalFlags& flags) {
 }  // namespace
 
 Command add_eval_command(CLI::App& parent) {
-  auto flags = std::make_shared<EvalFlags>();
-  CLI::App* app = parent.add_subcommand(
-      "eval", "Evaluate a training run's checkpoints as they appear (sidecar evaluator)");
-  app->footer(
-      "Runs beside `psflow train --run-dir DIR`: evaluates each new checkpoint of\n"
-      "DIR/checkpoints on the test set, reading the checkpoint files only (it never\n"
-      "talks to the parameter servers), appends the metrics to DIR/eval/metrics.jsonl\n"
-      "and TensorBoard events to DIR/eval, and exits once training has finished.");
-  app->add_option("--run-dir", flags->run_dir, "The training run directory")->required();
-  app->add_flag("--once", flags->once, "Evaluate the checkpoints present now, then exit");
-  app->add_option("--timeout", flags->timeout_seconds,
-                  "Seconds to keep watching for training to finish")
-      ->capture_default_str();
-  return Command{app, [flags] { return run_eval(*flags); }};
+  return add_command(parent, kEvalHelp, add_eval_flags, run_eval);
 }
 
 }  // namespace psflow

@@ -2,7 +2,6 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <memory>
 
 #include "base/logging.h"
 #include "cli/commands.h"
@@ -70,6 +69,14 @@ void print_tasks(const LocalCluster& cluster, std::FILE* out) {
 
 namespace {
 
+constexpr CommandHelp kLocalClusterHelp = {
+    "local-cluster", "Run ps and worker tasks on loopback until SIGTERM or SIGINT",
+    R"(Starts the tasks as child processes, prints one line per task on stdout,
+  <job> <index> <address> pid=<pid>
+then a line "ready" once every task answers health checks, and keeps them
+running until SIGTERM or SIGINT (a second one exits at once). The tasks die
+with this process, even when it is killed with SIGKILL.)"};
+
 int run_local_cluster(const LocalClusterFlags& flags) {
   LocalClusterSession session;
   absl::StatusOr<LocalCluster*> cluster = session.start(to_local_cluster_options(flags));
@@ -89,17 +96,7 @@ int run_local_cluster(const LocalClusterFlags& flags) {
 }  // namespace
 
 Command add_local_cluster_command(CLI::App& parent) {
-  auto flags = std::make_shared<LocalClusterFlags>();
-  CLI::App* app = parent.add_subcommand(
-      "local-cluster", "Run ps and worker tasks on loopback until SIGTERM or SIGINT");
-  app->footer(
-      "Starts the tasks as child processes, prints one line per task on stdout,\n"
-      "  <job> <index> <address> pid=<pid>\n"
-      "then a line \"ready\" once every task answers health checks, and keeps them\n"
-      "running until SIGTERM or SIGINT (a second one exits at once). The tasks die\n"
-      "with this process, even when it is killed with SIGKILL.");
-  add_local_cluster_flags(*app, *flags);
-  return Command{app, [flags] { return run_local_cluster(*flags); }};
+  return add_command(parent, kLocalClusterHelp, add_local_cluster_flags, run_local_cluster);
 }
 
 }  // namespace psflow

@@ -27,6 +27,45 @@ struct ServerFlags {
   std::string non_finite_updates = "reject";
 };
 
+constexpr CommandHelp kServerHelp = {
+    "server", "Run one ps or worker task of a cluster until SIGTERM or SIGINT",
+    R"(The cluster and the task come from the TF_CONFIG environment variable, as in
+TensorFlow; the flags above override it. A ps task holds variables, a worker
+runs scheduled functions; the chief (coordinator) is `psflow train`. Exit code:
+0 after a clean shutdown, 2 for a bad configuration, 1 when it cannot serve
+(e.g. the port is in use).
+
+Example:
+  TF_CONFIG='{"cluster": {"ps": ["127.0.0.1:2222"], "worker": ["127.0.0.1:2223"]},
+              "task": {"type": "ps", "index": 0}}' psflow server)"};
+
+void add_server_flags(CLI::App& app, ServerFlags& flags) {
+  app.add_option("--job", flags.job, "Task type to serve: ps or worker (overrides TF_CONFIG)")
+      ->check(CLI::IsMember({"ps", "worker"}));
+  app.add_option("--task", flags.task, "Task index within the job (overrides TF_CONFIG)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--cluster-json", flags.cluster_json,
+                 "The cluster as TF_CONFIG's \"cluster\" object, e.g. "
+                 "'{\"ps\": [\"127.0.0.1:2222\"], \"worker\": [\"127.0.0.1:2223\"]}' "
+                 "(overrides TF_CONFIG)");
+  app.add_option("--bind", flags.bind,
+                 "Listen address (default: the task's address on loopback, else [::]:<port>)");
+  app.add_flag("--reuse-port", flags.reuse_port,
+               "Share the port with a reservation socket (SO_REUSEPORT); set by "
+               "`psflow local-cluster`, not needed otherwise");
+  app.add_option("--result-cache-entries", flags.result_cache_entries,
+                 "Worker: function results kept for same-worker chaining (0 keeps none)")
+      ->capture_default_str();
+  app.add_option("--result-cache-mib", flags.result_cache_mib,
+                 "Worker: most MiB those results may take, least recently used evicted first")
+      ->capture_default_str();
+  app.add_option("--non-finite-updates", flags.non_finite_updates,
+                 "Ps: what to do with updates (gradients, deltas, scatter updates) holding NaN "
+                 "or infinity: reject (the request fails naming the variable, nothing is "
+                 "applied) or allow (applied, as TensorFlow does)")
+      ->capture_default_str();
+}
+
 int usage_error(std::string_view message) {
   std::fprintf(stderr, "psflow server: %.*s\n", static_cast<int>(message.size()), message.data());
   return kExitUsage;
@@ -138,44 +177,7 @@ int run_server(const ServerFlags& flags) {
 }  // namespace
 
 Command add_server_command(CLI::App& parent) {
-  auto flags = std::make_shared<ServerFlags>();
-  CLI::App* app = parent.add_subcommand(
-      "server", "Run one ps or worker task of a cluster until SIGTERM or SIGINT");
-  app->footer(
-      "The cluster and the task come from the TF_CONFIG environment variable, as in\n"
-      "TensorFlow; the flags above override it. A ps task holds variables, a worker\n"
-      "runs scheduled functions; the chief (coordinator) is `psflow train`. Exit code:\n"
-      "0 after a clean shutdown, 2 for a bad configuration, 1 when it cannot serve\n"
-      "(e.g. the port is in use).\n\n"
-      "Example:\n"
-      "  TF_CONFIG='{\"cluster\": {\"ps\": [\"127.0.0.1:2222\"], \"worker\": "
-      "[\"127.0.0.1:2223\"]},\n"
-      "              \"task\": {\"type\": \"ps\", \"index\": 0}}' psflow server");
-  app->add_option("--job", flags->job, "Task type to serve: ps or worker (overrides TF_CONFIG)")
-      ->check(CLI::IsMember({"ps", "worker"}));
-  app->add_option("--task", flags->task, "Task index within the job (overrides TF_CONFIG)")
-      ->check(CLI::NonNegativeNumber);
-  app->add_option("--cluster-json", flags->cluster_json,
-                  "The cluster as TF_CONFIG's \"cluster\" object, e.g. "
-                  "'{\"ps\": [\"127.0.0.1:2222\"], \"worker\": [\"127.0.0.1:2223\"]}' "
-                  "(overrides TF_CONFIG)");
-  app->add_option("--bind", flags->bind,
-                  "Listen address (default: the task's address on loopback, else [::]:<port>)");
-  app->add_flag("--reuse-port", flags->reuse_port,
-                "Share the port with a reservation socket (SO_REUSEPORT); set by "
-                "`psflow local-cluster`, not needed otherwise");
-  app->add_option("--result-cache-entries", flags->result_cache_entries,
-                  "Worker: function results kept for same-worker chaining (0 keeps none)")
-      ->capture_default_str();
-  app->add_option("--result-cache-mib", flags->result_cache_mib,
-                  "Worker: most MiB those results may take, least recently used evicted first")
-      ->capture_default_str();
-  app->add_option("--non-finite-updates", flags->non_finite_updates,
-                  "Ps: what to do with updates (gradients, deltas, scatter updates) holding NaN "
-                  "or infinity: reject (the request fails naming the variable, nothing is "
-                  "applied) or allow (applied, as TensorFlow does)")
-      ->capture_default_str();
-  return Command{app, [flags] { return run_server(*flags); }};
+  return add_command(parent, kServerHelp, add_server_flags, run_server);
 }
 
 }  // namespace psflow

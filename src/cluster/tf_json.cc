@@ -49,36 +49,25 @@ void append_repr(std::string& out, const TfJson& value, int depth) {
     case TfJson::value_t::string:
       out += py_repr_string(value.get_ref<const std::string&>());
       return;
-    case TfJson::value_t::array: {
-      if (depth >= kMaxReprDepth) {
-        out += "[...]";
-        return;
-      }
-      out += '[';
-      bool first = true;
-      for (const TfJson& element : value) {
-        if (!first) out += ", ";
-        first = false;
-        append_repr(out, element, depth + 1);
-      }
-      out += ']';
-      return;
-    }
+    case TfJson::value_t::array:
     case TfJson::value_t::object: {
+      const bool is_object = value.is_object();
       if (depth >= kMaxReprDepth) {
-        out += "{...}";
+        out += is_object ? "{...}" : "[...]";
         return;
       }
-      out += '{';
+      out += is_object ? '{' : '[';
       bool first = true;
-      for (const auto& [key, element] : value.items()) {
+      for (const auto& item : value.items()) {
         if (!first) out += ", ";
         first = false;
-        out += py_repr_string(key);
-        out += ": ";
-        append_repr(out, element, depth + 1);
+        if (is_object) {
+          out += py_repr_string(item.key());
+          out += ": ";
+        }
+        append_repr(out, item.value(), depth + 1);
       }
-      out += '}';
+      out += is_object ? '}' : ']';
       return;
     }
     case TfJson::value_t::binary:

@@ -43,11 +43,40 @@ absl::Status argument_error(std::string_view op, std::string_view arg, int64_t v
       absl::StrCat("Dataset.", av(op), ": ", av(arg), " must be ", av(allowed), ", got ", value));
 }
 
+absl::Status fill_buffer(std::unique_ptr<IteratorBase>* input, size_t size,
+                         std::vector<Structure>* buffer) {
+  while (*input != nullptr && buffer->size() < size) {
+    NextResult next = (*input)->get_next();
+    if (!next.ok()) return next.status();
+    if (!next->has_value()) {
+      input->reset();
+      break;
+    }
+    buffer->push_back(*std::move(*next));
+  }
+  return absl::OkStatus();
+}
+
 NodePtr make_error_node(absl::Status status) {
   return std::make_shared<ErrorNode>(std::move(status));
 }
 
 }  // namespace internal
+
+namespace {
+
+// The node of take(count) or skip(count) (`op`): `make(input, count)`, or an
+// error node unless count >= -1 (-1: all).
+internal::NodePtr counted_node(std::string_view op, int64_t count, internal::NodePtr input,
+                               internal::NodePtr (*make)(internal::NodePtr, int64_t)) {
+  if (count < -1) {
+    return internal::make_error_node(internal::argument_error(
+        op, "count", count, absl::StrCat(">= 0, or -1 to ", av(op), " all")));
+  }
+  return make(std::move(input), count);
+}
+
+}  // namespace
 
 // ---- DatasetIterator ----
 
@@ -164,20 +193,12 @@ Dataset Dataset::shard(int64_t num_shards, int64_t index) const {
 
 Dataset Dataset::take(int64_t count) const {
   if (!status().ok()) return *this;
-  if (count < -1) {
-    return Dataset(internal::make_error_node(
-        internal::argument_error("take", "count", count, ">= 0, or -1 to take all")));
-  }
-  return Dataset(internal::make_take_node(node_, count));
+  return Dataset(counted_node("take", count, node_, internal::make_take_node));
 }
 
 Dataset Dataset::skip(int64_t count) const {
   if (!status().ok()) return *this;
-  if (count < -1) {
-    return Dataset(internal::make_error_node(
-        internal::argument_error("skip", "count", count, ">= 0, or -1 to skip all")));
-  }
-  return Dataset(internal::make_skip_node(node_, count));
+  return Dataset(counted_node("skip", count, node_, internal::make_skip_node));
 }
 
 Dataset Dataset::prefetch(int64_t buffer_size) const {

@@ -153,17 +153,8 @@ class BatchIterator final : public IteratorBase {
   }
 
   NextResult get_next() override {
-    // An input error is returned at once; the elements gathered so far stay
-    // in pending_ and the next call completes the batch.
-    while (input_ != nullptr && pending_.size() < batch_size_) {
-      NextResult next = input_->get_next();
-      if (!next.ok()) return next;
-      if (!next->has_value()) {
-        input_.reset();
-        break;
-      }
-      pending_.push_back(*std::move(*next));
-    }
+    // After an input error, the next call completes the batch.
+    if (absl::Status s = fill_buffer(&input_, batch_size_, &pending_); !s.ok()) return s;
     if (pending_.empty() || (pending_.size() < batch_size_ && drop_remainder_)) {
       pending_.clear();
       return std::nullopt;

@@ -47,6 +47,13 @@ using NodePtr = std::shared_ptr<const DatasetNode>;
 [[nodiscard]] absl::Status argument_error(std::string_view op, std::string_view arg, int64_t value,
                                           std::string_view allowed);
 
+// Moves elements of *input into *buffer until it holds `size` of them or
+// the input ends (then *input is reset, releasing it and any prefetch
+// thread early). An input error is returned at once; the elements gathered
+// so far stay in *buffer, so that the next call resumes the fill.
+[[nodiscard]] absl::Status fill_buffer(std::unique_ptr<IteratorBase>* input, size_t size,
+                                       std::vector<Structure>* buffer);
+
 // Every iterator returns `status` on every call; cardinality is unknown.
 [[nodiscard]] NodePtr make_error_node(absl::Status status);
 

@@ -45,17 +45,7 @@ class ShuffleIterator final : public IteratorBase {
   }
 
   NextResult get_next() override {
-    // Fill the buffer; a fill interrupted by an input error resumes on the
-    // next call with the buffered elements kept.
-    while (input_ != nullptr && buffer_.size() < buffer_size_) {
-      NextResult next = input_->get_next();
-      if (!next.ok()) return next;
-      if (!next->has_value()) {
-        input_.reset();
-        break;
-      }
-      buffer_.push_back(*std::move(*next));
-    }
+    if (absl::Status s = fill_buffer(&input_, buffer_size_, &buffer_); !s.ok()) return s;
     if (buffer_.empty()) return std::nullopt;
     const size_t pick = static_cast<size_t>(uniform_index(engine_, buffer_.size()));
     std::optional<Structure> out(std::move(buffer_[pick]));

@@ -10,6 +10,34 @@
 namespace psflow::internal {
 namespace {
 
+// A node over one input with one count (repeat, take, skip).
+// Thread-safety: immutable.
+class CountedNode : public DatasetNode {
+ public:
+  CountedNode(NodePtr input, int64_t count) : input_(std::move(input)), count_(count) {}
+
+ protected:
+  const NodePtr input_;
+  const int64_t count_;
+};
+
+// A node that applies a user function to its input's elements (map,
+// filter): every iterator gets the input's iterator and shares the function.
+// Thread-safety: immutable.
+template <typename Iterator, typename Fn>
+class FunctionNode : public DatasetNode {
+ public:
+  FunctionNode(NodePtr input, Fn fn)
+      : input_(std::move(input)), fn_(std::make_shared<const Fn>(std::move(fn))) {}
+  std::unique_ptr<IteratorBase> make_iterator() const override {
+    return std::make_unique<Iterator>(input_->make_iterator(), fn_);
+  }
+
+ protected:
+  const NodePtr input_;
+  const std::shared_ptr<const Fn> fn_;
+};
+
 // ---- repeat ----
 
 class RepeatIterator final : public IteratorBase {
@@ -48,9 +76,9 @@ class RepeatIterator final : public IteratorBase {
   std::unique_ptr<IteratorBase> current_;
 };
 
-class RepeatNode final : public DatasetNode {
+class RepeatNode final : public CountedNode {
  public:
-  RepeatNode(NodePtr input, int64_t count) : input_(std::move(input)), count_(count) {}
+  using CountedNode::CountedNode;
   std::unique_ptr<IteratorBase> make_iterator() const override {
     return std::make_unique<RepeatIterator>(input_, count_);
   }
@@ -65,10 +93,6 @@ class RepeatNode final : public DatasetNode {
     if (__builtin_mul_overflow(n, count_, &total)) return kUnknownCardinality;
     return total;
   }
-
- private:
-  NodePtr input_;
-  int64_t count_;
 };
 
 // ---- map ----
@@ -90,18 +114,10 @@ class MapIterator final : public IteratorBase {
   std::shared_ptr<const Dataset::MapFn> fn_;
 };
 
-class MapNode final : public DatasetNode {
+class MapNode final : public FunctionNode<MapIterator, Dataset::MapFn> {
  public:
-  MapNode(NodePtr input, Dataset::MapFn fn)
-      : input_(std::move(input)), fn_(std::make_shared<const Dataset::MapFn>(std::move(fn))) {}
-  std::unique_ptr<IteratorBase> make_iterator() const override {
-    return std::make_unique<MapIterator>(input_->make_iterator(), fn_);
-  }
+  using FunctionNode::FunctionNode;
   int64_t cardinality() const override { return input_->cardinality(); }
-
- private:
-  NodePtr input_;
-  std::shared_ptr<const Dataset::MapFn> fn_;
 };
 
 // ---- filter ----
@@ -127,19 +143,10 @@ class FilterIterator final : public IteratorBase {
   std::shared_ptr<const Dataset::Predicate> predicate_;
 };
 
-class FilterNode final : public DatasetNode {
+class FilterNode final : public FunctionNode<FilterIterator, Dataset::Predicate> {
  public:
-  FilterNode(NodePtr input, Dataset::Predicate predicate)
-      : input_(std::move(input)),
-        predicate_(std::make_shared<const Dataset::Predicate>(std::move(predicate))) {}
-  std::unique_ptr<IteratorBase> make_iterator() const override {
-    return std::make_unique<FilterIterator>(input_->make_iterator(), predicate_);
-  }
+  using FunctionNode::FunctionNode;
   int64_t cardinality() const override { return kUnknownCardinality; }
-
- private:
-  NodePtr input_;
-  std::shared_ptr<const Dataset::Predicate> predicate_;
 };
 
 // ---- shard ----
@@ -219,9 +226,9 @@ class TakeIterator final : public IteratorBase {
   int64_t remaining_;  // -1: unlimited
 };
 
-class TakeNode final : public DatasetNode {
+class TakeNode final : public CountedNode {
  public:
-  TakeNode(NodePtr input, int64_t count) : input_(std::move(input)), count_(count) {}
+  using CountedNode::CountedNode;
   std::unique_ptr<IteratorBase> make_iterator() const override {
     // take(0) never starts its input.
     return std::make_unique<TakeIterator>(count_ == 0 ? nullptr : input_->make_iterator(), count_);
@@ -233,10 +240,6 @@ class TakeNode final : public DatasetNode {
     if (n == kUnknownCardinality) return kUnknownCardinality;
     return std::min(n, count_);
   }
-
- private:
-  NodePtr input_;
-  int64_t count_;
 };
 
 // ---- skip ----
@@ -260,9 +263,9 @@ class SkipIterator final : public IteratorBase {
   int64_t to_skip_;  // -1: skip everything
 };
 
-class SkipNode final : public DatasetNode {
+class SkipNode final : public CountedNode {
  public:
-  SkipNode(NodePtr input, int64_t count) : input_(std::move(input)), count_(count) {}
+  using CountedNode::CountedNode;
   std::unique_ptr<IteratorBase> make_iterator() const override {
     return std::make_unique<SkipIterator>(input_->make_iterator(), count_);
   }
@@ -271,10 +274,6 @@ class SkipNode final : public DatasetNode {
     if (n < 0) return n;
     return count_ < 0 ? 0 : std::max<int64_t>(0, n - count_);
   }
-
- private:
-  NodePtr input_;
-  int64_t count_;
 };
 
 }  // namespace

@@ -31,6 +31,19 @@ bool read_exact(gzFile f, void* out, size_t n) {
   return true;
 }
 
+// The IDX element types: the type byte of the magic number, the bytes an
+// element takes in the file, and the dtype it is read into.
+// Thread-safety: a value type.
+struct IdxElementType {
+  uint8_t code;
+  size_t wire_size;
+  DType dtype;
+};
+constexpr IdxElementType kIdxElementTypes[] = {
+    {0x08, 1, DType::kUInt8}, {0x09, 1, DType::kInt32},   {0x0B, 2, DType::kInt32},
+    {0x0C, 4, DType::kInt32}, {0x0D, 4, DType::kFloat32}, {0x0E, 8, DType::kFloat64},
+};
+
 uint32_t big_endian_u32(const uint8_t* b) {
   return (uint32_t{b[0]} << 24) | (uint32_t{b[1]} << 16) | (uint32_t{b[2]} << 8) | b[3];
 }
@@ -82,37 +95,16 @@ absl::StatusOr<Tensor> read_idx_file(const std::string& path) {
     shape.push_back(dim);
     count *= dim;
   }
-  size_t wire_size = 0;
-  DType dtype = DType::kInvalid;
-  switch (type) {
-    case 0x08:
-      wire_size = 1;
-      dtype = DType::kUInt8;
-      break;
-    case 0x09:
-      wire_size = 1;
-      dtype = DType::kInt32;
-      break;
-    case 0x0B:
-      wire_size = 2;
-      dtype = DType::kInt32;
-      break;
-    case 0x0C:
-      wire_size = 4;
-      dtype = DType::kInt32;
-      break;
-    case 0x0D:
-      wire_size = 4;
-      dtype = DType::kFloat32;
-      break;
-    case 0x0E:
-      wire_size = 8;
-      dtype = DType::kFloat64;
-      break;
-    default:
-      return absl::InvalidArgumentError(
-          absl::StrCat(path, ": unknown IDX element type 0x", absl::Hex(type)));
+  const IdxElementType* element = nullptr;
+  for (const IdxElementType& known : kIdxElementTypes) {
+    if (known.code == type) element = &known;
   }
+  if (element == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": unknown IDX element type 0x", absl::Hex(type)));
+  }
+  const size_t wire_size = element->wire_size;
+  const DType dtype = element->dtype;
   Tensor out(dtype, shape);
   if (type == 0x08) {
     if (!read_exact(f.get(), out.mutable_raw_data(), static_cast<size_t>(count))) {

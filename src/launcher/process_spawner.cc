@@ -15,6 +15,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "base/errno_status.h"
 #include "base/logging.h"
 #include "base/strings.h"
 
@@ -30,16 +31,6 @@ int pidfd_open(pid_t pid) { return static_cast<int>(::syscall(SYS_pidfd_open, pi
 
 int pidfd_send_signal(int pidfd, int signal) {
   return static_cast<int>(::syscall(SYS_pidfd_send_signal, pidfd, signal, nullptr, 0));
-}
-
-absl::Status errno_status(int error, std::string_view what) {
-  const std::string message = absl::StrCat(av(what), ": ", std::strerror(error));
-  switch (error) {
-    case ENOENT: return absl::NotFoundError(message);
-    case EACCES:
-    case EPERM: return absl::PermissionDeniedError(message);
-    default: return absl::InternalError(message);
-  }
 }
 
 // Owns a file descriptor for the duration of one spawn.

@@ -23,10 +23,7 @@ absl::StatusOr<int64_t> count_argmax_hits(const Tensor& labels, const Tensor& pr
   for (int64_t i = 0; i < p.rows(); ++i) {
     const int64_t label = static_cast<int64_t>(y[i]);
     if (label < 0 || label >= classes) {
-      return internal::arg_error(
-          {kFn, "labels"},
-          absl::StrCat("has value ", label, " at index ", i, ", expected a class id in [0, ",
-                       classes, ") (the columns of 'predictions')"));
+      return internal::bad_class_label(kFn, label, static_cast<size_t>(i), classes, "predictions");
     }
     Eigen::Index best = 0;
     p.row(i).maxCoeff(&best);
@@ -35,25 +32,26 @@ absl::StatusOr<int64_t> count_argmax_hits(const Tensor& labels, const Tensor& pr
   return correct;
 }
 
+// Adds `correct` hits out of `count` to `state`; OUT_OF_RANGE (and `state`
+// unchanged) when a total would overflow.
+template <typename State>
+absl::Status add_hits(absl::string_view metric, int64_t correct, int64_t count, State* state) {
+  State next = *state;
+  PSFLOW_RETURN_IF_ERROR(internal::add_count(metric, correct, &next.correct));
+  PSFLOW_RETURN_IF_ERROR(internal::add_count(metric, count, &next.count));
+  *state = next;
+  return absl::OkStatus();
+}
+
+// correct / count; 0 before any update.
+template <typename State>
+double hit_ratio(const State& s) {
+  return s.count == 0 ? 0.0 : static_cast<double>(s.correct) / static_cast<double>(s.count);
+}
+
 }  // namespace
 
 // --- SparseCategoricalAccuracy ----------------------------------------------
-
-SparseCategoricalAccuracy::SparseCategoricalAccuracy(const SparseCategoricalAccuracy& other)
-    : state_(other.snapshot()) {}
-
-SparseCategoricalAccuracy& SparseCategoricalAccuracy::operator=(
-    const SparseCategoricalAccuracy& other) {
-  const State s = other.snapshot();
-  absl::MutexLock lock(&mu_);
-  state_ = s;
-  return *this;
-}
-
-SparseCategoricalAccuracy::State SparseCategoricalAccuracy::snapshot() const {
-  absl::MutexLock lock(&mu_);
-  return state_;
-}
 
 absl::Status SparseCategoricalAccuracy::update(const Tensor& labels, const Tensor& predictions) {
   constexpr absl::string_view kFn = "SparseCategoricalAccuracy::update";
@@ -75,31 +73,17 @@ absl::Status SparseCategoricalAccuracy::update(const Tensor& labels, const Tenso
         });
       }));
   absl::MutexLock lock(&mu_);
-  State next = state_;
-  PSFLOW_RETURN_IF_ERROR(internal::add_count(kSparseName, correct, &next.correct));
-  PSFLOW_RETURN_IF_ERROR(internal::add_count(kSparseName, n, &next.count));
-  state_ = next;
-  return absl::OkStatus();
+  return add_hits(kSparseName, correct, n, &state_);
 }
 
-double SparseCategoricalAccuracy::result() const {
-  const State s = snapshot();
-  return s.count == 0 ? 0.0 : static_cast<double>(s.correct) / static_cast<double>(s.count);
-}
+double SparseCategoricalAccuracy::result() const { return hit_ratio(snapshot()); }
 
-void SparseCategoricalAccuracy::reset() {
-  absl::MutexLock lock(&mu_);
-  state_ = State();
-}
+void SparseCategoricalAccuracy::reset() { reset_state(); }
 
 absl::Status SparseCategoricalAccuracy::merge(const SparseCategoricalAccuracy& other) {
   const State o = other.snapshot();
   absl::MutexLock lock(&mu_);
-  State next = state_;
-  PSFLOW_RETURN_IF_ERROR(internal::add_count(kSparseName, o.correct, &next.correct));
-  PSFLOW_RETURN_IF_ERROR(internal::add_count(kSparseName, o.count, &next.count));
-  state_ = next;
-  return absl::OkStatus();
+  return add_hits(kSparseName, o.correct, o.count, &state_);
 }
 
 Structure SparseCategoricalAccuracy::to_structure() const {
@@ -130,20 +114,6 @@ BinaryAccuracy::BinaryAccuracy(double threshold) {
   state_.threshold = threshold;
 }
 
-BinaryAccuracy::BinaryAccuracy(const BinaryAccuracy& other) : state_(other.snapshot()) {}
-
-BinaryAccuracy& BinaryAccuracy::operator=(const BinaryAccuracy& other) {
-  const State s = other.snapshot();
-  absl::MutexLock lock(&mu_);
-  state_ = s;
-  return *this;
-}
-
-BinaryAccuracy::State BinaryAccuracy::snapshot() const {
-  absl::MutexLock lock(&mu_);
-  return state_;
-}
-
 double BinaryAccuracy::threshold() const { return snapshot().threshold; }
 
 absl::Status BinaryAccuracy::update(const Tensor& labels, const Tensor& predictions) {
@@ -153,17 +123,10 @@ absl::Status BinaryAccuracy::update(const Tensor& labels, const Tensor& predicti
       "BinaryAccuracy::update", labels, predictions,
       [&](bool label, double p) { correct += (p > threshold) == label ? 1 : 0; }));
   absl::MutexLock lock(&mu_);
-  State next = state_;
-  PSFLOW_RETURN_IF_ERROR(internal::add_count(kBinaryName, correct, &next.correct));
-  PSFLOW_RETURN_IF_ERROR(internal::add_count(kBinaryName, labels.num_elements(), &next.count));
-  state_ = next;
-  return absl::OkStatus();
+  return add_hits(kBinaryName, correct, labels.num_elements(), &state_);
 }
 
-double BinaryAccuracy::result() const {
-  const State s = snapshot();
-  return s.count == 0 ? 0.0 : static_cast<double>(s.correct) / static_cast<double>(s.count);
-}
+double BinaryAccuracy::result() const { return hit_ratio(snapshot()); }
 
 void BinaryAccuracy::reset() {
   absl::MutexLock lock(&mu_);
@@ -179,11 +142,7 @@ absl::Status BinaryAccuracy::merge(const BinaryAccuracy& other) {
         "nn::BinaryAccuracy::merge: 'other' has threshold ", o.threshold, ", expected ",
         state_.threshold, " (only metrics with the same threshold can be merged)"));
   }
-  State next = state_;
-  PSFLOW_RETURN_IF_ERROR(internal::add_count(kBinaryName, o.correct, &next.correct));
-  PSFLOW_RETURN_IF_ERROR(internal::add_count(kBinaryName, o.count, &next.count));
-  state_ = next;
-  return absl::OkStatus();
+  return add_hits(kBinaryName, o.correct, o.count, &state_);
 }
 
 Structure BinaryAccuracy::to_structure() const {

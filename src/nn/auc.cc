@@ -72,20 +72,6 @@ absl::StatusOr<AUC> AUC::create(int num_thresholds) {
   return AUC(num_thresholds);
 }
 
-AUC::AUC(const AUC& other) : state_(other.snapshot()) {}
-
-AUC& AUC::operator=(const AUC& other) {
-  State s = other.snapshot();
-  absl::MutexLock lock(&mu_);
-  state_ = std::move(s);
-  return *this;
-}
-
-AUC::State AUC::snapshot() const {
-  absl::MutexLock lock(&mu_);
-  return state_;
-}
-
 int AUC::num_thresholds() const {
   absl::MutexLock lock(&mu_);
   return state_.num_thresholds;

@@ -17,6 +17,13 @@ absl::Status arg_error(const Arg& arg, absl::string_view detail) {
   return absl::InvalidArgumentError(absl::StrCat("nn::", arg.fn, ": '", arg.name, "' ", detail));
 }
 
+absl::Status bad_class_label(absl::string_view fn, int64_t label, size_t index, int64_t num_classes,
+                             absl::string_view columns_of) {
+  return arg_error({fn, "labels"}, absl::StrCat("has value ", label, " at index ", index,
+                                                ", expected a class id in [0, ", num_classes,
+                                                ") (the columns of '", columns_of, "')"));
+}
+
 absl::Status check_float(const Arg& arg, const Tensor& t) {
   if (t.dtype() == DType::kFloat32 || t.dtype() == DType::kFloat64) {
     return absl::OkStatus();

@@ -22,6 +22,10 @@ struct Arg {
 // "nn::fn: 'name' " followed by `detail`.
 [[nodiscard]] absl::Status arg_error(const Arg& arg, absl::string_view detail);
 
+// A class label outside [0, num_classes) at `index` of 'labels' of `fn`;
+// `columns_of` names the argument whose columns are the classes.
+[[nodiscard]] absl::Status bad_class_label(absl::string_view fn, int64_t label, size_t index,
+                                           int64_t num_classes, absl::string_view columns_of);
 // float32 or float64.
 [[nodiscard]] absl::Status check_float(const Arg& arg, const Tensor& t);
 // int32 or int64 (ids).

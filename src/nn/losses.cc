@@ -23,10 +23,7 @@ absl::Status check_label_range(absl::string_view fn, const Tensor& labels, int64
   for (size_t i = 0; i < flat.size(); ++i) {
     const int64_t label = static_cast<int64_t>(flat[i]);
     if (label < 0 || label >= num_classes) {
-      return internal::arg_error(
-          {fn, "labels"},
-          absl::StrCat("has value ", label, " at index ", i, ", expected a class id in [0, ",
-                       num_classes, ") (the columns of 'logits')"));
+      return internal::bad_class_label(fn, label, i, num_classes, "logits");
     }
   }
   return absl::OkStatus();

@@ -10,20 +10,6 @@ namespace {
 constexpr absl::string_view kName = "mean";
 }  // namespace
 
-Mean::Mean(const Mean& other) : state_(other.snapshot()) {}
-
-Mean& Mean::operator=(const Mean& other) {
-  const State s = other.snapshot();
-  absl::MutexLock lock(&mu_);
-  state_ = s;
-  return *this;
-}
-
-Mean::State Mean::snapshot() const {
-  absl::MutexLock lock(&mu_);
-  return state_;
-}
-
 absl::Status Mean::update(double value, double weight) {
   if (!(std::isfinite(weight) && weight >= 0)) {
     return internal::arg_error({"Mean::update", "weight"},
@@ -51,10 +37,7 @@ double Mean::result() const {
   return s.count == 0 ? 0.0 : s.total / s.count;
 }
 
-void Mean::reset() {
-  absl::MutexLock lock(&mu_);
-  state_ = State();
-}
+void Mean::reset() { reset_state(); }
 
 absl::Status Mean::merge(const Mean& other) {
   const State o = other.snapshot();

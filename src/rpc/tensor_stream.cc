@@ -41,37 +41,23 @@ void write_tensor_proto(const Tensor& tensor, ByteBufferWriter& out) {
   }
 }
 
-absl::Status TensorProtoReader::add_dim(uint64_t dim) {
-  if (fields_.shape.size() >= static_cast<size_t>(std::max(limits_.max_rank, 0))) {
-    return internal::rank_error(limits_);
-  }
-  fields_.shape.push_back(static_cast<int64_t>(dim));
-  return absl::OkStatus();
-}
-
 absl::Status TensorProtoReader::merge(WireStream& stream, const WireStream::Field& message) {
   present_ = true;
-  const auto outer = stream.enter(message);
-  WireStream::Field field;
-  while (!stream.at_end()) {
-    PSFLOW_RETURN_IF_ERROR(stream.next(&field));
+  return stream.for_each_field(message, [&](const WireStream::Field& field) -> absl::Status {
     switch (field.number) {
       case kTensorDtype:
-        if (field.wire_type != WireType::kVarint) {
-          return stream.wrong_type(field, "TensorProto.dtype", WireType::kVarint);
-        }
-        // Enums are int32 on the wire; longer varints are truncated.
-        fields_.dtype = static_cast<int32_t>(static_cast<uint32_t>(field.value));
+        PSFLOW_RETURN_IF_ERROR(stream.expect(field, "TensorProto.dtype", WireType::kVarint));
+        fields_.dtype = internal::int32_value(field.value);
         break;
       case kTensorShape:
         if (field.wire_type == WireType::kVarint) {
-          PSFLOW_RETURN_IF_ERROR(add_dim(field.value));
+          PSFLOW_RETURN_IF_ERROR(internal::add_dim(field.value, limits_, &fields_));
         } else if (field.wire_type == WireType::kLengthDelimited) {
           const auto packed = stream.enter(field);
           while (!stream.at_end()) {
             uint64_t dim = 0;
             PSFLOW_RETURN_IF_ERROR(stream.read_varint(&dim));
-            PSFLOW_RETURN_IF_ERROR(add_dim(dim));
+            PSFLOW_RETURN_IF_ERROR(internal::add_dim(dim, limits_, &fields_));
           }
           stream.leave(packed);
         } else {
@@ -79,18 +65,16 @@ absl::Status TensorProtoReader::merge(WireStream& stream, const WireStream::Fiel
         }
         break;
       case kTensorContent:
-        if (field.wire_type != WireType::kLengthDelimited) {
-          return stream.wrong_type(field, "TensorProto.content", WireType::kLengthDelimited);
-        }
+        PSFLOW_RETURN_IF_ERROR(
+            stream.expect(field, "TensorProto.content", WireType::kLengthDelimited));
         // The one copy of the payload; its size is bounded by the input's.
         content_ = internal::allocate_buffer(field.length, /*zero_fill=*/false);
         PSFLOW_RETURN_IF_ERROR(stream.read_raw(field, content_->data()));
         fields_.content_bytes = field.length;
         break;
       case kTensorStringVal:
-        if (field.wire_type != WireType::kLengthDelimited) {
-          return stream.wrong_type(field, "TensorProto.string_val", WireType::kLengthDelimited);
-        }
+        PSFLOW_RETURN_IF_ERROR(
+            stream.expect(field, "TensorProto.string_val", WireType::kLengthDelimited));
         // Bounds the memory empty entries (2 bytes on the wire each) take.
         if (strings_.size() >= limits_.max_message_bytes / sizeof(std::string)) {
           return absl::InvalidArgumentError(
@@ -101,9 +85,8 @@ absl::Status TensorProtoReader::merge(WireStream& stream, const WireStream::Fiel
         break;
       default: PSFLOW_RETURN_IF_ERROR(stream.skip_unknown(field)); break;
     }
-  }
-  stream.leave(outer);
-  return absl::OkStatus();
+    return absl::OkStatus();
+  });
 }
 
 absl::StatusOr<Tensor> TensorProtoReader::finish() {

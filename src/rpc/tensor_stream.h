@@ -42,8 +42,6 @@ class TensorProtoReader {
   [[nodiscard]] absl::StatusOr<Tensor> finish();
 
  private:
-  absl::Status add_dim(uint64_t dim);
-
   const CodecLimits& limits_;
   bool present_ = false;
   internal::TensorFields fields_;

@@ -12,15 +12,8 @@ namespace psflow {
 
 using internal::WireType;
 
-namespace {
-
-// As the generated parsers: tags and lengths take at most 5 bytes, other
-// varints 10, and unknown groups nest at most 100 deep.
-constexpr int kMaxTagBytes = 5;
-constexpr int kMaxVarintBytes = 10;
-constexpr size_t kMaxGroupDepth = 100;
-
-}  // namespace
+using internal::kMaxTagBytes;
+using internal::kMaxVarintBytes;
 
 WireStream::WireStream(google::protobuf::io::CodedInputStream* in, size_t size,
                        std::string_view message)
@@ -45,8 +38,7 @@ absl::Status WireStream::wrong_type(const Field& field, std::string_view field_n
 }
 
 bool WireStream::read_varint(uint64_t* value, int max_bytes) {
-  const int start = in_->CurrentPosition();
-  return in_->ReadVarint64(value) && in_->CurrentPosition() - start <= max_bytes;
+  return internal::read_varint(*in_, value, max_bytes);
 }
 
 absl::Status WireStream::next(Field* field) {
@@ -103,37 +95,9 @@ absl::Status WireStream::next(Field* field) {
 }
 
 absl::Status WireStream::skip_group(uint32_t number) {
-  // Iterative, so hostile nesting cannot exhaust the stack.
-  std::vector<uint32_t> open = {number};
-  while (!open.empty()) {
-    if (open.size() > kMaxGroupDepth) return malformed("groups nested too deeply");
-    if (at_end()) return malformed("unterminated group");
-    uint64_t tag = 0;
-    if (!read_varint(&tag, kMaxTagBytes) || tag > UINT32_MAX || (tag >> 3) == 0) {
-      return malformed("invalid tag inside a group");
-    }
-    const auto inner = static_cast<uint32_t>(tag >> 3);
-    uint64_t scratch = 0;
-    bool ok = true;
-    switch (tag & 7) {
-      case 0: ok = read_varint(&scratch, kMaxVarintBytes); break;
-      case 1: ok = in_->Skip(8); break;
-      case 2:
-        ok = read_varint(&scratch, kMaxTagBytes) &&
-             scratch <= static_cast<uint64_t>(std::max(in_->BytesUntilLimit(), 0)) &&
-             in_->Skip(static_cast<int>(scratch));
-        break;
-      case 3: open.push_back(inner); break;
-      case 4:
-        ok = inner == open.back();
-        open.pop_back();
-        break;
-      case 5: ok = in_->Skip(4); break;
-      default: ok = false; break;
-    }
-    if (!ok) return malformed("malformed or truncated group");
-  }
-  return absl::OkStatus();
+  const internal::GroupSkip skip =
+      internal::skip_group(*in_, number, "malformed or truncated group");
+  return skip.ok() ? absl::OkStatus() : malformed(skip.error);
 }
 
 absl::Status WireStream::read_varint(uint64_t* value) {
@@ -146,6 +110,12 @@ absl::Status WireStream::read_bytes(const Field& field, std::string* out) {
     return malformed("truncated bytes");
   }
   return absl::OkStatus();
+}
+
+absl::Status WireStream::read_string(const Field& field, std::string_view field_name,
+                                     std::string* out) {
+  PSFLOW_RETURN_IF_ERROR(expect(field, field_name, WireType::kLengthDelimited));
+  return read_bytes(field, out);
 }
 
 absl::Status WireStream::read_raw(const Field& field, void* out) {

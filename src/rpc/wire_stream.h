@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "absl/status/status.h"
+#include "psflow/status_macros.h"
 #include "tensor/wire.h"
 
 namespace psflow {
@@ -53,8 +54,25 @@ class WireStream {
   [[nodiscard]] absl::Status read_varint(uint64_t* value);
   // Reads a length-delimited payload.
   [[nodiscard]] absl::Status read_bytes(const Field& field, std::string* out);
+  // expect(field, field_name, kLengthDelimited), then read_bytes.
+  [[nodiscard]] absl::Status read_string(const Field& field, std::string_view field_name,
+                                         std::string* out);
   [[nodiscard]] absl::Status read_raw(const Field& field, void* out);
   [[nodiscard]] absl::Status skip(const Field& field);
+  // Reads every field of the nested message `message` (a length-delimited
+  // field), calling `visit(field)` on each, which returns a Status; stops
+  // at the first error.
+  template <typename Visit>
+  [[nodiscard]] absl::Status for_each_field(const Field& message, Visit&& visit) {
+    const auto outer = enter(message);
+    Field field;
+    while (!at_end()) {
+      PSFLOW_RETURN_IF_ERROR(next(&field));
+      PSFLOW_RETURN_IF_ERROR(visit(field));
+    }
+    leave(outer);
+    return absl::OkStatus();
+  }
   // Parses a length-delimited payload as a nested message: fields until
   // at_end() belong to it; leave() returns to the enclosing message.
   [[nodiscard]] google::protobuf::io::CodedInputStream::Limit enter(const Field& field);
@@ -63,6 +81,12 @@ class WireStream {
   // INVALID_ARGUMENT naming a known field whose wire type is not `expected`.
   [[nodiscard]] absl::Status wrong_type(const Field& field, std::string_view field_name,
                                         internal::WireType expected) const;
+  // OK when `field` has wire type `expected`; wrong_type otherwise.
+  [[nodiscard]] absl::Status expect(const Field& field, std::string_view field_name,
+                                    internal::WireType expected) const {
+    if (field.wire_type == expected) return absl::OkStatus();
+    return wrong_type(field, field_name, expected);
+  }
   [[nodiscard]] absl::Status malformed(std::string_view what) const;
 
  private:

@@ -13,6 +13,13 @@ struct DistributedNest::Node {
   Structure::Kind kind = Structure::Kind::kTuple;  // kTuple, kList or kDict.
   std::vector<DistributedNest> items;
   std::map<std::string, DistributedNest> fields;
+
+  // The nest whose root is `node`.
+  static DistributedNest nest(Node node) {
+    DistributedNest n;
+    n.value_ = std::make_shared<const Node>(std::move(node));
+    return n;
+  }
 };
 
 DistributedValues::DistributedValues(std::string_view type_name, std::vector<Structure> values)
@@ -47,30 +54,15 @@ std::ostream& operator<<(std::ostream& os, const DistributedValues& v) {
 }
 
 DistributedNest DistributedNest::tuple(std::vector<DistributedNest> items) {
-  auto node = std::make_shared<Node>();
-  node->kind = Structure::Kind::kTuple;
-  node->items = std::move(items);
-  DistributedNest n;
-  n.value_ = std::shared_ptr<const Node>(std::move(node));
-  return n;
+  return Node::nest({Structure::Kind::kTuple, std::move(items), {}});
 }
 
 DistributedNest DistributedNest::list(std::vector<DistributedNest> items) {
-  auto node = std::make_shared<Node>();
-  node->kind = Structure::Kind::kList;
-  node->items = std::move(items);
-  DistributedNest n;
-  n.value_ = std::shared_ptr<const Node>(std::move(node));
-  return n;
+  return Node::nest({Structure::Kind::kList, std::move(items), {}});
 }
 
 DistributedNest DistributedNest::dict(std::map<std::string, DistributedNest> fields) {
-  auto node = std::make_shared<Node>();
-  node->kind = Structure::Kind::kDict;
-  node->fields = std::move(fields);
-  DistributedNest n;
-  n.value_ = std::shared_ptr<const Node>(std::move(node));
-  return n;
+  return Node::nest({Structure::Kind::kDict, {}, std::move(fields)});
 }
 
 const Structure& DistributedNest::plain() const {

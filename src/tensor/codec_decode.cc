@@ -40,6 +40,25 @@ absl::Status check_message_size(size_t size, const CodecLimits& limits) {
   return absl::OkStatus();
 }
 
+// Appends to `views` the payload of every occurrence of the repeated
+// message field `number` (`name` in errors) of a `message` that arrived as
+// `segments`; other fields are read (so that malformed ones are rejected)
+// and skipped.
+absl::Status collect_repeated(const Segments& segments, std::string_view message, uint32_t number,
+                              std::string_view name, Segments* views) {
+  for (const std::string_view segment : segments) {
+    WireReader reader(segment, message);
+    WireField field;
+    while (!reader.at_end()) {
+      PSFLOW_RETURN_IF_ERROR(reader.next(&field));
+      if (field.number != number) continue;
+      PSFLOW_RETURN_IF_ERROR(reader.expect(field, name, WireType::kLengthDelimited));
+      views->push_back(field.bytes);
+    }
+  }
+  return absl::OkStatus();
+}
+
 // Reads every field of a message that has no known fields (NoneValue), so
 // that malformed bytes inside are rejected as the generated parser would.
 absl::Status check_empty_message(const Segments& segments) {
@@ -54,12 +73,7 @@ absl::Status check_empty_message(const Segments& segments) {
 absl::StatusOr<Tensor> decode_tensor_segments(const Segments& segments, const CodecLimits& limits) {
   internal::TensorFields fields;
   std::string_view content;
-  const auto max_rank = static_cast<size_t>(std::max(limits.max_rank, 0));
-  auto add_dim = [&](uint64_t d) -> absl::Status {
-    if (fields.shape.size() >= max_rank) return internal::rank_error(limits);
-    fields.shape.push_back(static_cast<int64_t>(d));
-    return absl::OkStatus();
-  };
+  auto add_dim = [&](uint64_t d) { return internal::add_dim(d, limits, &fields); };
   for (const std::string_view segment : segments) {
     WireReader reader(segment, "TensorProto");
     WireField field;
@@ -67,11 +81,8 @@ absl::StatusOr<Tensor> decode_tensor_segments(const Segments& segments, const Co
       PSFLOW_RETURN_IF_ERROR(reader.next(&field));
       switch (field.number) {
         case kTensorDtype:
-          if (field.wire_type != WireType::kVarint) {
-            return reader.wrong_type(field, "dtype", WireType::kVarint);
-          }
-          // Enums are int32 on the wire; longer varints are truncated.
-          fields.dtype = static_cast<int32_t>(static_cast<uint32_t>(field.varint));
+          PSFLOW_RETURN_IF_ERROR(reader.expect(field, "dtype", WireType::kVarint));
+          fields.dtype = internal::int32_value(field.varint);
           break;
         case kTensorShape:
           if (field.wire_type == WireType::kVarint) {
@@ -84,15 +95,11 @@ absl::StatusOr<Tensor> decode_tensor_segments(const Segments& segments, const Co
           }
           break;
         case kTensorContent:
-          if (field.wire_type != WireType::kLengthDelimited) {
-            return reader.wrong_type(field, "content", WireType::kLengthDelimited);
-          }
+          PSFLOW_RETURN_IF_ERROR(reader.expect(field, "content", WireType::kLengthDelimited));
           content = field.bytes;
           break;
         case kTensorStringVal:
-          if (field.wire_type != WireType::kLengthDelimited) {
-            return reader.wrong_type(field, "string_val", WireType::kLengthDelimited);
-          }
+          PSFLOW_RETURN_IF_ERROR(reader.expect(field, "string_val", WireType::kLengthDelimited));
           ++fields.string_count;
           break;
         default: break;  // Unknown field, already skipped.
@@ -167,9 +174,7 @@ class StructureDecoder {
             break;
           default: continue;  // Unknown field, already skipped.
         }
-        if (field.wire_type != expected) {
-          return reader.wrong_type(field, name, expected);
-        }
+        PSFLOW_RETURN_IF_ERROR(reader.expect(field, name, expected));
         if (kind != field.number && !message.empty()) {
           // Setting another oneof member discards this one, but protobuf
           // parses it first; reject what it would reject.
@@ -222,18 +227,8 @@ class StructureDecoder {
 
   absl::StatusOr<Structure::Items> decode_items(const Segments& segments, int level) {
     Segments views;
-    for (const std::string_view segment : segments) {
-      WireReader reader(segment, "StructureList");
-      WireField field;
-      while (!reader.at_end()) {
-        PSFLOW_RETURN_IF_ERROR(reader.next(&field));
-        if (field.number != kListItems) continue;
-        if (field.wire_type != WireType::kLengthDelimited) {
-          return reader.wrong_type(field, "items", WireType::kLengthDelimited);
-        }
-        views.push_back(field.bytes);
-      }
-    }
+    PSFLOW_RETURN_IF_ERROR(
+        collect_repeated(segments, "StructureList", kListItems, "items", &views));
     Structure::Items items;
     items.reserve(views.size());
     for (size_t i = 0; i < views.size(); ++i) {
@@ -247,18 +242,8 @@ class StructureDecoder {
 
   absl::StatusOr<Structure> decode_dict(const Segments& segments, int level) {
     Segments views;
-    for (const std::string_view segment : segments) {
-      WireReader reader(segment, "StructureDict");
-      WireField field;
-      while (!reader.at_end()) {
-        PSFLOW_RETURN_IF_ERROR(reader.next(&field));
-        if (field.number != kDictFields) continue;
-        if (field.wire_type != WireType::kLengthDelimited) {
-          return reader.wrong_type(field, "fields", WireType::kLengthDelimited);
-        }
-        views.push_back(field.bytes);
-      }
-    }
+    PSFLOW_RETURN_IF_ERROR(
+        collect_repeated(segments, "StructureDict", kDictFields, "fields", &views));
     Structure::Fields fields;
     for (const std::string_view view : views) {
       std::string_view key;
@@ -268,16 +253,12 @@ class StructureDecoder {
       while (!reader.at_end()) {
         PSFLOW_RETURN_IF_ERROR(reader.next(&field));
         if (field.number == kFieldKey) {
-          if (field.wire_type != WireType::kLengthDelimited) {
-            return reader.wrong_type(field, "key", WireType::kLengthDelimited);
-          }
+          PSFLOW_RETURN_IF_ERROR(reader.expect(field, "key", WireType::kLengthDelimited));
           // The generated parsers check every occurrence, not just the last.
           PSFLOW_RETURN_IF_ERROR(internal::validate_key(field.bytes));
           key = field.bytes;
         } else if (field.number == kFieldValue) {
-          if (field.wire_type != WireType::kLengthDelimited) {
-            return reader.wrong_type(field, "value", WireType::kLengthDelimited);
-          }
+          PSFLOW_RETURN_IF_ERROR(reader.expect(field, "value", WireType::kLengthDelimited));
           value.push_back(field.bytes);
         }
       }

@@ -2,6 +2,7 @@
 #ifndef PSFLOW_TENSOR_CODEC_INTERNAL_H_
 #define PSFLOW_TENSOR_CODEC_INTERNAL_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -53,6 +54,16 @@ struct TensorFields {
 [[nodiscard]] absl::StatusOr<int64_t> validate_tensor_fields(const TensorFields& fields,
                                                              const CodecLimits& limits);
 [[nodiscard]] absl::Status rank_error(const CodecLimits& limits);
+// Appends `dim` to fields->shape; rank_error past max_rank. Inline: both
+// tensor decoders call it for every dimension.
+[[nodiscard]] inline absl::Status add_dim(uint64_t dim, const CodecLimits& limits,
+                                          TensorFields* fields) {
+  if (fields->shape.size() >= static_cast<size_t>(std::max(limits.max_rank, 0))) {
+    return rank_error(limits);
+  }
+  fields->shape.push_back(static_cast<int64_t>(dim));
+  return absl::OkStatus();
+}
 // Every byte of a bool tensor's content must be 0 or 1 (other values would
 // be undefined behaviour when read as bool).
 [[nodiscard]] absl::Status validate_bool_content(std::string_view content);

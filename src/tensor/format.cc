@@ -105,7 +105,12 @@ void append_python_float(std::string* out, double v) {
   }
 }
 
-void append_shortest(std::string* out, double v) {
+namespace {
+
+// nan and the infinities as Python prints them; the shortest round-trip
+// digits otherwise.
+template <typename T>
+void append_shortest_of(std::string* out, T v) {
   if (std::isnan(v)) {
     out->append("nan");
   } else if (std::isinf(v)) {
@@ -115,14 +120,10 @@ void append_shortest(std::string* out, double v) {
   }
 }
 
-void append_shortest(std::string* out, float v) {
-  if (std::isnan(v)) {
-    out->append("nan");
-  } else if (std::isinf(v)) {
-    out->append(v < 0 ? "-inf" : "inf");
-  } else {
-    append_chars(out, v);
-  }
-}
+}  // namespace
+
+void append_shortest(std::string* out, double v) { append_shortest_of(out, v); }
+
+void append_shortest(std::string* out, float v) { append_shortest_of(out, v); }
 
 }  // namespace psflow::internal

@@ -1,5 +1,6 @@
 #include "tensor/wire.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -9,14 +10,6 @@ namespace psflow::internal {
 namespace {
 
 using google::protobuf::io::CodedOutputStream;
-
-// Deeper unknown groups are rejected, as the generated parsers' recursion
-// limit does.
-constexpr size_t kMaxGroupDepth = 100;
-// Tags and length prefixes are at most 5 bytes on the wire; the generated
-// parsers reject longer encodings and so do we.
-constexpr int kMaxTagBytes = 5;
-constexpr int kMaxVarintBytes = 10;
 
 }  // namespace
 
@@ -30,6 +23,41 @@ std::string_view wire_type_name(WireType type) {
     case WireType::kFixed32: return "fixed32";
   }
   return "invalid";
+}
+
+GroupSkip skip_group(google::protobuf::io::CodedInputStream& in, uint32_t number,
+                     std::string_view malformed_field) {
+  std::vector<uint32_t> open = {number};
+  while (!open.empty()) {
+    const int start = in.CurrentPosition();
+    if (open.size() > kMaxGroupDepth) return {"groups nested too deeply", start};
+    if (in.BytesUntilLimit() <= 0) return {"unterminated group", start};
+    uint64_t tag = 0;
+    if (!read_varint(in, &tag, kMaxTagBytes) || tag > UINT32_MAX || (tag >> 3) == 0) {
+      return {"invalid tag inside a group", start};
+    }
+    const auto inner = static_cast<uint32_t>(tag >> 3);
+    uint64_t scratch = 0;
+    bool ok = true;
+    switch (tag & 7) {
+      case 0: ok = read_varint(in, &scratch, kMaxVarintBytes); break;
+      case 1: ok = in.Skip(8); break;
+      case 2:
+        ok = read_varint(in, &scratch, kMaxTagBytes) &&
+             scratch <= static_cast<uint64_t>(std::max(in.BytesUntilLimit(), 0)) &&
+             in.Skip(static_cast<int>(scratch));
+        break;
+      case 3: open.push_back(inner); break;
+      case 4:
+        ok = inner == open.back();
+        open.pop_back();
+        break;
+      case 5: ok = in.Skip(4); break;
+      default: ok = false; break;
+    }
+    if (!ok) return {malformed_field, start};
+  }
+  return {};
 }
 
 WireReader::WireReader(std::string_view bytes, std::string_view message)
@@ -47,8 +75,7 @@ absl::Status WireReader::malformed(int offset, std::string_view what) const {
 }
 
 bool WireReader::read_varint(uint64_t* value, int max_bytes) {
-  const int start = in_.CurrentPosition();
-  return in_.ReadVarint64(value) && in_.CurrentPosition() - start <= max_bytes;
+  return internal::read_varint(in_, value, max_bytes);
 }
 
 absl::Status WireReader::next(WireField* field) {
@@ -106,40 +133,8 @@ absl::Status WireReader::next(WireField* field) {
 }
 
 absl::Status WireReader::skip_group(uint32_t number) {
-  // Iterative, so hostile nesting cannot exhaust the stack.
-  std::vector<uint32_t> open = {number};
-  while (!open.empty()) {
-    if (open.size() > kMaxGroupDepth) {
-      return malformed(in_.CurrentPosition(), "groups nested too deeply");
-    }
-    if (at_end()) return malformed(in_.CurrentPosition(), "unterminated group");
-    const int start = in_.CurrentPosition();
-    uint64_t tag = 0;
-    if (!read_varint(&tag, kMaxTagBytes) || tag > UINT32_MAX || (tag >> 3) == 0) {
-      return malformed(start, "invalid tag inside a group");
-    }
-    const auto inner = static_cast<uint32_t>(tag >> 3);
-    uint64_t scratch = 0;
-    bool ok = true;
-    switch (tag & 7) {
-      case 0: ok = read_varint(&scratch, kMaxVarintBytes); break;
-      case 1: ok = in_.Skip(8); break;
-      case 2:
-        ok = read_varint(&scratch, kMaxTagBytes) &&
-             scratch <= bytes_.size() - static_cast<size_t>(in_.CurrentPosition()) &&
-             in_.Skip(static_cast<int>(scratch));
-        break;
-      case 3: open.push_back(inner); break;
-      case 4:
-        ok = inner == open.back();
-        open.pop_back();
-        break;
-      case 5: ok = in_.Skip(4); break;
-      default: ok = false;
-    }
-    if (!ok) return malformed(start, "malformed field inside a group");
-  }
-  return absl::OkStatus();
+  const GroupSkip skip = internal::skip_group(in_, number, "malformed field inside a group");
+  return skip.ok() ? absl::OkStatus() : malformed(skip.offset, skip.error);
 }
 
 absl::Status WireReader::wrong_type(const WireField& field, std::string_view field_name,

@@ -27,6 +27,44 @@ enum class WireType : uint8_t {
 
 [[nodiscard]] std::string_view wire_type_name(WireType type);
 
+// As the generated parsers: tags and length prefixes take at most 5 bytes,
+// other varints 10, and unknown groups nest at most 100 deep.
+inline constexpr int kMaxTagBytes = 5;
+inline constexpr int kMaxVarintBytes = 10;
+inline constexpr size_t kMaxGroupDepth = 100;
+
+// Reads a varint from `in`; false when truncated or longer than
+// `max_bytes`. Inline: the stream readers call it for every packed element.
+[[nodiscard]] inline bool read_varint(google::protobuf::io::CodedInputStream& in, uint64_t* value,
+                                      int max_bytes) {
+  const int start = in.CurrentPosition();
+  return in.ReadVarint64(value) && in.CurrentPosition() - start <= max_bytes;
+}
+
+// The value of an enum or int32 field: they are int32 on the wire, and
+// longer varints are truncated.
+[[nodiscard]] inline int32_t int32_value(uint64_t varint) {
+  return static_cast<int32_t>(static_cast<uint32_t>(varint));
+}
+
+// How skip_group ended: `error` is empty once the group's end tag was read;
+// otherwise it says what was wrong with the field that starts at byte
+// `offset` of `in`.
+// Thread-safety: a value type.
+struct GroupSkip {
+  std::string_view error;
+  int offset = 0;
+  [[nodiscard]] bool ok() const { return error.empty(); }
+};
+
+// Skips the rest of group `number`, whose start tag was just read from
+// `in`, through its end tag, without reading past `in`'s current limit.
+// Iterative, so hostile nesting cannot exhaust the stack. A field inside
+// the group that is malformed or truncated ends it with
+// `malformed_field` (the caller's wording).
+[[nodiscard]] GroupSkip skip_group(google::protobuf::io::CodedInputStream& in, uint32_t number,
+                                   std::string_view malformed_field);
+
 // One field as read from the wire; which member holds the value depends on
 // `wire_type` (`varint` also holds fixed32/fixed64 values).
 struct WireField {
@@ -53,6 +91,12 @@ class WireReader {
   // INVALID_ARGUMENT naming the field whose wire type is not `expected`.
   [[nodiscard]] absl::Status wrong_type(const WireField& field, std::string_view field_name,
                                         WireType expected) const;
+  // OK when `field` has wire type `expected`; wrong_type otherwise.
+  [[nodiscard]] absl::Status expect(const WireField& field, std::string_view field_name,
+                                    WireType expected) const {
+    if (field.wire_type == expected) return absl::OkStatus();
+    return wrong_type(field, field_name, expected);
+  }
 
  private:
   absl::Status malformed(int offset, std::string_view what) const;

@@ -155,60 +155,43 @@ absl::Status read_op(WireStream& stream, const WireStream::Field& message,
                      const CodecLimits& limits, VariableOpArgs* op) {
   TensorProtoReader value(limits);
   TensorProtoReader ids(limits);
-  const auto outer = stream.enter(message);
-  WireStream::Field field;
-  while (!stream.at_end()) {
-    PSFLOW_RETURN_IF_ERROR(stream.next(&field));
+  auto read_field = [&](const WireStream::Field& field) -> absl::Status {
     switch (field.number) {
       case kOpKind:
-        if (field.wire_type != WireType::kVarint) {
-          return stream.wrong_type(field, "VariableOp.kind", WireType::kVarint);
-        }
+        PSFLOW_RETURN_IF_ERROR(stream.expect(field, "VariableOp.kind", WireType::kVarint));
         op->kind = static_cast<v1::VariableOp::Kind>(static_cast<int32_t>(field.value));
         break;
       case kOpVariable:
-        if (field.wire_type != WireType::kLengthDelimited) {
-          return stream.wrong_type(field, "VariableOp.variable", WireType::kLengthDelimited);
-        }
-        PSFLOW_RETURN_IF_ERROR(stream.read_bytes(field, &op->variable));
+        PSFLOW_RETURN_IF_ERROR(stream.read_string(field, "VariableOp.variable", &op->variable));
         break;
       case kOpValue:
       case kOpIds:
-        if (field.wire_type != WireType::kLengthDelimited) {
-          return stream.wrong_type(field,
-                                   field.number == kOpValue ? "VariableOp.value" : "VariableOp.ids",
-                                   WireType::kLengthDelimited);
-        }
+        PSFLOW_RETURN_IF_ERROR(
+            stream.expect(field, field.number == kOpValue ? "VariableOp.value" : "VariableOp.ids",
+                          WireType::kLengthDelimited));
         PSFLOW_RETURN_IF_ERROR((field.number == kOpValue ? value : ids).merge(stream, field));
         break;
       case kOpOptimizer:
-        if (field.wire_type != WireType::kVarint) {
-          return stream.wrong_type(field, "VariableOp.optimizer", WireType::kVarint);
-        }
+        PSFLOW_RETURN_IF_ERROR(stream.expect(field, "VariableOp.optimizer", WireType::kVarint));
         op->optimizer = static_cast<int32_t>(field.value);
         break;
       case kOpLearningRate:
-        if (field.wire_type != WireType::kFixed64) {
-          return stream.wrong_type(field, "VariableOp.learning_rate", WireType::kFixed64);
-        }
+        PSFLOW_RETURN_IF_ERROR(
+            stream.expect(field, "VariableOp.learning_rate", WireType::kFixed64));
         op->learning_rate = std::bit_cast<double>(field.value);
         break;
       case kOpOptimizerName:
-        if (field.wire_type != WireType::kLengthDelimited) {
-          return stream.wrong_type(field, "VariableOp.optimizer_name", WireType::kLengthDelimited);
-        }
-        PSFLOW_RETURN_IF_ERROR(stream.read_bytes(field, &op->optimizer_name));
+        PSFLOW_RETURN_IF_ERROR(
+            stream.read_string(field, "VariableOp.optimizer_name", &op->optimizer_name));
         break;
       case kOpOptimizerSteps:
-        if (field.wire_type != WireType::kVarint) {
-          return stream.wrong_type(field, "VariableOp.optimizer_steps", WireType::kVarint);
-        }
+        PSFLOW_RETURN_IF_ERROR(
+            stream.expect(field, "VariableOp.optimizer_steps", WireType::kVarint));
         op->optimizer_steps = static_cast<int64_t>(field.value);
         break;
       case kOpSlotNames:
-        if (field.wire_type != WireType::kLengthDelimited) {
-          return stream.wrong_type(field, "VariableOp.slot_names", WireType::kLengthDelimited);
-        }
+        PSFLOW_RETURN_IF_ERROR(
+            stream.expect(field, "VariableOp.slot_names", WireType::kLengthDelimited));
         if (op->slot_names.size() >= kMaxSlotsPerOp) {
           return absl::InvalidArgumentError(
               absl::StrCat("more than ", kMaxSlotsPerOp, " slot names in one op"));
@@ -216,9 +199,8 @@ absl::Status read_op(WireStream& stream, const WireStream::Field& message,
         PSFLOW_RETURN_IF_ERROR(stream.read_bytes(field, &op->slot_names.emplace_back()));
         break;
       case kOpSlots: {
-        if (field.wire_type != WireType::kLengthDelimited) {
-          return stream.wrong_type(field, "VariableOp.slots", WireType::kLengthDelimited);
-        }
+        PSFLOW_RETURN_IF_ERROR(
+            stream.expect(field, "VariableOp.slots", WireType::kLengthDelimited));
         if (op->slots.size() >= kMaxSlotsPerOp) {
           return absl::InvalidArgumentError(
               absl::StrCat("more than ", kMaxSlotsPerOp, " slot tensors in one op"));
@@ -233,8 +215,9 @@ absl::Status read_op(WireStream& stream, const WireStream::Field& message,
       }
       default: PSFLOW_RETURN_IF_ERROR(stream.skip_unknown(field)); break;
     }
-  }
-  stream.leave(outer);
+    return absl::OkStatus();
+  };
+  PSFLOW_RETURN_IF_ERROR(stream.for_each_field(message, read_field));
   // proto3 `string` fields must be UTF-8; every protobuf parser rejects
   // names that are not, so this one does too.
   if (!internal::validate_key(op->variable).ok()) {
@@ -281,34 +264,24 @@ void set_hyper_parameter(uint32_t number, double v, v1::OptimizerProto* out) {
 // to stderr for every invalid UTF-8 `kind` a hostile client sends.
 absl::Status read_optimizer(WireStream& stream, const WireStream::Field& message,
                             v1::OptimizerProto* out) {
-  const auto outer = stream.enter(message);
-  WireStream::Field field;
-  while (!stream.at_end()) {
-    PSFLOW_RETURN_IF_ERROR(stream.next(&field));
+  return stream.for_each_field(message, [&](const WireStream::Field& field) -> absl::Status {
     if (field.number == kOptimizerKind) {
-      if (field.wire_type != WireType::kLengthDelimited) {
-        return stream.wrong_type(field, "OptimizerProto.kind", WireType::kLengthDelimited);
-      }
-      PSFLOW_RETURN_IF_ERROR(stream.read_bytes(field, out->mutable_kind()));
+      PSFLOW_RETURN_IF_ERROR(stream.read_string(field, "OptimizerProto.kind", out->mutable_kind()));
       if (!internal::validate_key(out->kind()).ok()) {
         return absl::InvalidArgumentError("optimizer kind is not valid UTF-8");
       }
     } else if (field.number == kOptimizerNesterov) {
-      if (field.wire_type != WireType::kVarint) {
-        return stream.wrong_type(field, "OptimizerProto.nesterov", WireType::kVarint);
-      }
+      PSFLOW_RETURN_IF_ERROR(stream.expect(field, "OptimizerProto.nesterov", WireType::kVarint));
       out->set_nesterov(field.value != 0);
     } else if (field.number >= kOptimizerMomentum && field.number <= kOptimizerBeta) {
-      if (field.wire_type != WireType::kFixed64) {
-        return stream.wrong_type(field, "an OptimizerProto hyper-parameter", WireType::kFixed64);
-      }
+      PSFLOW_RETURN_IF_ERROR(
+          stream.expect(field, "an OptimizerProto hyper-parameter", WireType::kFixed64));
       set_hyper_parameter(field.number, std::bit_cast<double>(field.value), out);
     } else {
       PSFLOW_RETURN_IF_ERROR(stream.skip_unknown(field));
     }
-  }
-  stream.leave(outer);
-  return absl::OkStatus();
+    return absl::OkStatus();
+  });
 }
 
 // A ByteBuffer as a protobuf input stream (the buffer is copied by
@@ -324,6 +297,25 @@ class ByteBufferInput {
   grpc::ProtoBufferReader reader_;
   google::protobuf::io::CodedInputStream in_;
 };
+
+// Reads the top-level message `message` (ExecuteRequest, ExecuteResponse)
+// from `bytes` after checking its size, calling visit(stream, field) for
+// each of its fields; stops at the first error.
+template <typename Visit>
+absl::Status read_message(const grpc::ByteBuffer& bytes, const CodecLimits& limits,
+                          std::string_view message, Visit&& visit) {
+  const size_t size = bytes.Length();
+  PSFLOW_RETURN_IF_ERROR(check_size(size, limits, message));
+  if (size == 0) return absl::OkStatus();
+  ByteBufferInput input(bytes);
+  WireStream stream(input.stream(), size, message);
+  WireStream::Field field;
+  while (!stream.at_end()) {
+    PSFLOW_RETURN_IF_ERROR(stream.next(&field));
+    PSFLOW_RETURN_IF_ERROR(visit(stream, field));
+  }
+  return absl::OkStatus();
+}
 
 }  // namespace
 
@@ -352,19 +344,11 @@ grpc::ByteBuffer encode_execute_request(const ExecuteBatch& batch) {
 
 absl::StatusOr<ExecuteBatch> decode_execute_request(const grpc::ByteBuffer& bytes,
                                                     const CodecLimits& limits) {
-  const size_t size = bytes.Length();
-  PSFLOW_RETURN_IF_ERROR(check_size(size, limits, "ExecuteRequest"));
   ExecuteBatch batch;
-  if (size == 0) return batch;
-  ByteBufferInput input(bytes);
-  WireStream stream(input.stream(), size, "ExecuteRequest");
-  WireStream::Field field;
-  while (!stream.at_end()) {
-    PSFLOW_RETURN_IF_ERROR(stream.next(&field));
+  auto read_field = [&](WireStream& stream, const WireStream::Field& field) -> absl::Status {
     if (field.number == kRequestOps) {
-      if (field.wire_type != WireType::kLengthDelimited) {
-        return stream.wrong_type(field, "ExecuteRequest.ops", WireType::kLengthDelimited);
-      }
+      PSFLOW_RETURN_IF_ERROR(
+          stream.expect(field, "ExecuteRequest.ops", WireType::kLengthDelimited));
       const size_t index = batch.ops.size();
       if (index >= kMaxOpsPerRequest) {
         return absl::InvalidArgumentError(absl::StrCat("the ExecuteRequest holds more than ",
@@ -374,9 +358,8 @@ absl::StatusOr<ExecuteBatch> decode_execute_request(const grpc::ByteBuffer& byte
       PSFLOW_RETURN_IF_ERROR(with_prefix(read_op(stream, field, limits, &batch.ops.emplace_back()),
                                          absl::StrCat("op ", index)));
     } else if (field.number == kRequestOptimizers) {
-      if (field.wire_type != WireType::kLengthDelimited) {
-        return stream.wrong_type(field, "ExecuteRequest.optimizers", WireType::kLengthDelimited);
-      }
+      PSFLOW_RETURN_IF_ERROR(
+          stream.expect(field, "ExecuteRequest.optimizers", WireType::kLengthDelimited));
       const size_t index = batch.optimizers.size();
       if (index >= kMaxOpsPerRequest) {
         return absl::InvalidArgumentError(
@@ -392,9 +375,8 @@ absl::StatusOr<ExecuteBatch> decode_execute_request(const grpc::ByteBuffer& byte
       }
       batch.optimizers.push_back(*config);
     } else if (field.number == kRequestUpdateKey) {
-      if (field.wire_type != WireType::kLengthDelimited) {
-        return stream.wrong_type(field, "ExecuteRequest.update_key", WireType::kLengthDelimited);
-      }
+      PSFLOW_RETURN_IF_ERROR(
+          stream.expect(field, "ExecuteRequest.update_key", WireType::kLengthDelimited));
       std::string bytes;
       PSFLOW_RETURN_IF_ERROR(stream.read_bytes(field, &bytes));
       v1::UpdateKey key;
@@ -405,7 +387,9 @@ absl::StatusOr<ExecuteBatch> decode_execute_request(const grpc::ByteBuffer& byte
     } else {
       PSFLOW_RETURN_IF_ERROR(stream.skip_unknown(field));
     }
-  }
+    return absl::OkStatus();
+  };
+  PSFLOW_RETURN_IF_ERROR(read_message(bytes, limits, "ExecuteRequest", read_field));
   return batch;
 }
 
@@ -430,28 +414,19 @@ grpc::ByteBuffer encode_execute_response(const std::vector<Tensor>& results) {
 
 absl::StatusOr<std::vector<Tensor>> decode_execute_response(const grpc::ByteBuffer& bytes,
                                                             const CodecLimits& limits) {
-  const size_t size = bytes.Length();
-  PSFLOW_RETURN_IF_ERROR(check_size(size, limits, "ExecuteResponse"));
   std::vector<Tensor> results;
-  if (size == 0) return results;
-  ByteBufferInput input(bytes);
-  WireStream stream(input.stream(), size, "ExecuteResponse");
-  WireStream::Field field;
-  while (!stream.at_end()) {
-    PSFLOW_RETURN_IF_ERROR(stream.next(&field));
-    if (field.number != kResponseResults) {
-      PSFLOW_RETURN_IF_ERROR(stream.skip_unknown(field));
-      continue;
-    }
-    if (field.wire_type != WireType::kLengthDelimited) {
-      return stream.wrong_type(field, "ExecuteResponse.results", WireType::kLengthDelimited);
-    }
+  auto read_result = [&](WireStream& stream, const WireStream::Field& field) -> absl::Status {
+    if (field.number != kResponseResults) return stream.skip_unknown(field);
+    PSFLOW_RETURN_IF_ERROR(
+        stream.expect(field, "ExecuteResponse.results", WireType::kLengthDelimited));
     TensorProtoReader reader(limits);
     PSFLOW_RETURN_IF_ERROR(reader.merge(stream, field));
     absl::StatusOr<Tensor> t = reader.finish();
     if (!t.ok()) return with_prefix(t.status(), absl::StrCat("result ", results.size()));
     results.push_back(*std::move(t));
-  }
+    return absl::OkStatus();
+  };
+  PSFLOW_RETURN_IF_ERROR(read_message(bytes, limits, "ExecuteResponse", read_result));
   return results;
 }
 
