@@ -631,8 +631,8 @@ RemoteExecutor::RemoteExecutor(std::shared_ptr<ExecutorConnection> connection)
 
 RemoteExecutor::~RemoteExecutor() {
   (void)close();
-  // Only the coordinator starts asynchronous calls; they must be freed
-  // while connection_ (the channel) is still held here.
+  // Any asynchronous call still in flight is freed while connection_ (the
+  // channel) is still held here.
   connection_->cancel_calls_and_wait();
 }
 

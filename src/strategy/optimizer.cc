@@ -33,12 +33,9 @@ struct OptimizerState {
 struct OptimizerAccess {
   static Optimizer bind(const Optimizer& optimizer, std::shared_ptr<UpdateKeys> keys) {
     if (optimizer.state_ == nullptr) return optimizer;
-    auto bound = std::make_shared<OptimizerState>();
-    bound->config = optimizer.state_->config;
-    bound->learning_rate = optimizer.state_->learning_rate;
-    bound->schedule = optimizer.state_->schedule;
-    bound->iterations = bind_update_keys(optimizer.state_->iterations, std::move(keys));
-    bound->known_step = optimizer.state_->known_step;
+    // The copy shares known_step with the original.
+    auto bound = std::make_shared<OptimizerState>(*optimizer.state_);
+    bound->iterations = bind_update_keys(bound->iterations, std::move(keys));
     return Optimizer(std::move(bound));
   }
 };

@@ -1,7 +1,6 @@
 #include "ps/client/variable_client.h"
 
 #include <algorithm>
-#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/blocking_counter.h"

@@ -43,7 +43,6 @@ class UpdateKeys {
   [[nodiscard]] UpdateKey next() {
     return UpdateKey{session_, closure_id_, next_sequence_.fetch_add(1, std::memory_order_relaxed)};
   }
-  [[nodiscard]] uint64_t closure_id() const { return closure_id_; }
 
  private:
   const uint64_t session_;
