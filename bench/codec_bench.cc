@@ -20,7 +20,7 @@
 #include "tensor/codec.h"
 #include "tensor/tensor_internal.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
 Tensor make_tensor(int64_t bytes) {
@@ -155,6 +155,6 @@ BENCHMARK(BM_ProtoParseAndAdopt)->Apply(sizes);
 BENCHMARK(BM_ProtoSerialize)->Apply(sizes);
 
 }  // namespace
-}  // namespace psflow
+}  // namespace psflow::internal
 
 BENCHMARK_MAIN();

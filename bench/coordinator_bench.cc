@@ -26,7 +26,7 @@
 #include "psflow/strategy.h"
 #include "rpc/channel.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
 PSFLOW_FUNCTION(bench_noop, ctx, args) { return Structure::none(); }
@@ -265,6 +265,6 @@ void BM_GrpcUnaryFloor(benchmark::State& state) {
 BENCHMARK(BM_GrpcUnaryFloor)->UseRealTime();
 
 }  // namespace
-}  // namespace psflow
+}  // namespace psflow::internal
 
 BENCHMARK_MAIN();

@@ -10,7 +10,7 @@
 #include "psflow/local_cluster.h"
 #include "train/trainer.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
 void BM_TrainMlpEpoch(benchmark::State& state) {
@@ -29,7 +29,8 @@ void BM_TrainMlpEpoch(benchmark::State& state) {
   double examples_per_sec = 0;
   int64_t examples = 0;
   for (auto _ : state) {
-    absl::StatusOr<TrainSummary> summary = psflow::train((*cluster)->cluster_spec(), train);
+    absl::StatusOr<TrainSummary> summary =
+        psflow::internal::train((*cluster)->cluster_spec(), train);
     if (!summary.ok()) {
       state.SkipWithError(summary.status().ToString().c_str());
       return;
@@ -47,6 +48,6 @@ void BM_TrainMlpEpoch(benchmark::State& state) {
 BENCHMARK(BM_TrainMlpEpoch)->Arg(1)->Arg(2)->Iterations(1)->UseRealTime()->Unit(benchmark::kSecond);
 
 }  // namespace
-}  // namespace psflow
+}  // namespace psflow::internal
 
 BENCHMARK_MAIN();

@@ -57,7 +57,7 @@
 #include "psflow/tensor.h"
 #include "tensor/codec.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
 using Op = v1::VariableOp;
@@ -638,7 +638,7 @@ BENCHMARK(BM_PushProto)->Apply(sizes);
 BENCHMARK(BM_ReadScalarLatencyProto)->UseRealTime();
 
 }  // namespace
-}  // namespace psflow
+}  // namespace psflow::internal
 
 // Defaults for a shared, noisy host: five repetitions of every benchmark in
 // random order, so that a burst of load elsewhere hits a baseline and the

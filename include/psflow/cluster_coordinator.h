@@ -20,9 +20,9 @@
 
 namespace psflow {
 
-class Cluster;  // The implementation (runtime).
 class ParameterServerStrategy;
 namespace internal {
+class Cluster;             // The implementation (runtime).
 struct CoordinatorAccess;  // The runtime's own constructors (other transports).
 }  // namespace internal
 
@@ -172,9 +172,9 @@ class ClusterCoordinator {
 
  private:
   friend struct internal::CoordinatorAccess;
-  explicit ClusterCoordinator(std::unique_ptr<Cluster> cluster);
+  explicit ClusterCoordinator(std::unique_ptr<internal::Cluster> cluster);
 
-  std::unique_ptr<Cluster> cluster_;
+  std::unique_ptr<internal::Cluster> cluster_;
 };
 
 }  // namespace psflow

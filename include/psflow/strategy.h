@@ -34,6 +34,8 @@ namespace psflow {
 class ParameterServerStrategy;
 namespace internal {
 class NameRegistry;
+class VariableClient;   // one ps task's VariableService client (runtime)
+struct StrategyAccess;  // the runtime's constructor with its own clients (tests)
 }  // namespace internal
 
 // A partition-aware initial value (TF's callable `initial_value` taking
@@ -66,17 +68,8 @@ struct VariableOptions {
   std::optional<ShardedVariable> colocate_with = std::nullopt;
 };
 
-// Makes one VariableClient per ps task; called once per task when the
-// strategy is created. `spec` is the validated cluster.
-using VariableClientFactory = std::function<absl::StatusOr<std::shared_ptr<VariableClient>>(
-    const ClusterSpec& spec, int ps_task)>;
-
-// Thread-safety: a value type; `client_factory` runs on the thread that
-// creates the strategy.
+// Thread-safety: a value type.
 struct ParameterServerStrategyOptions {
-  // Empty: gRPC clients to the ps addresses of the cluster spec. Tests pass
-  // in-process stores here.
-  VariableClientFactory client_factory = nullptr;
   // Bound on each variable operation made through this strategy's
   // variables (creation included).
   absl::Duration variable_timeout = kDefaultVariableTimeout;
@@ -172,8 +165,9 @@ class ParameterServerStrategy {
   [[nodiscard]] VariableClientLookup client_lookup() const;
 
  private:
+  friend struct internal::StrategyAccess;
   ParameterServerStrategy(ClusterSpec spec, Partitioner partitioner,
-                          std::vector<std::shared_ptr<VariableClient>> ps_clients,
+                          std::vector<std::shared_ptr<internal::VariableClient>> ps_clients,
                           absl::Duration timeout);
   // Exactly one of `value` and `init` is non-null.
   absl::StatusOr<ShardedVariable> create_impl(const Tensor* value, const Initializer* init,
@@ -181,7 +175,7 @@ class ParameterServerStrategy {
 
   const ClusterSpec spec_;
   const Partitioner partitioner_;
-  const std::vector<std::shared_ptr<VariableClient>> ps_clients_;
+  const std::vector<std::shared_ptr<internal::VariableClient>> ps_clients_;
   const absl::Duration timeout_;
   absl::Mutex mu_;
   // TF's extended._variable_count: variables and shards placed so far.

@@ -4,8 +4,8 @@
 #ifndef PSFLOW_VARIABLE_HANDLE_H_
 #define PSFLOW_VARIABLE_HANDLE_H_
 
+#include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -19,7 +19,10 @@
 
 namespace psflow {
 
-class VariableClient;  // the client of one task's VariableService
+namespace internal {
+struct ClientFinder;                // finds one task's VariableService client (runtime)
+struct VariableClientLookupAccess;  // the runtime's constructor and call
+}  // namespace internal
 
 // Where one part of a variable is stored.
 // Thread-safety: a value type.
@@ -68,16 +71,28 @@ struct VariableHandle {
   friend bool operator==(const VariableHandle&, const VariableHandle&) = default;
 };
 
-// Finds the client of a task ("ps", 2) when a variable is rebuilt from its
-// handle. NOT_FOUND (or UNAVAILABLE) when this process cannot reach it.
-using VariableClientLookup =
-    std::function<absl::StatusOr<std::shared_ptr<VariableClient>>(std::string_view job, int task)>;
+// How this process reaches the tasks that store variables, to rebuild a
+// variable from its handle (ShardedVariable::from_handle): on the
+// coordinator ParameterServerStrategy::client_lookup(), inside a scheduled
+// function WorkerContext::variable_clients(). Opaque: only the runtime makes
+// non-empty ones. An empty lookup (default, or nullptr) reaches no task, and
+// rebuilding through it is INVALID_ARGUMENT. A task this process cannot
+// reach is NOT_FOUND, naming the task and what to do.
+// Thread-safety: immutable; copies share one lookup, usable from any thread.
+class VariableClientLookup {
+ public:
+  VariableClientLookup() = default;
+  VariableClientLookup(std::nullptr_t) {}  // NOLINT(google-explicit-constructor): "no lookup"
 
-// A lookup over one client per ps task, index = task. Any other job (the
-// coordinator's "chief" variables) is NOT_FOUND with a message saying the
-// variable must be created inside strategy.scope() to be used remotely.
-[[nodiscard]] VariableClientLookup ps_client_lookup(
-    std::vector<std::shared_ptr<VariableClient>> ps_clients);
+  [[nodiscard]] explicit operator bool() const { return finder_ != nullptr; }
+
+ private:
+  friend struct internal::VariableClientLookupAccess;
+  explicit VariableClientLookup(std::shared_ptr<const internal::ClientFinder> finder)
+      : finder_(std::move(finder)) {}
+
+  std::shared_ptr<const internal::ClientFinder> finder_;
+};
 
 }  // namespace psflow
 

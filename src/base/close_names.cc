@@ -7,7 +7,7 @@
 #include "absl/strings/match.h"
 #include "base/strings.h"
 
-namespace psflow {
+namespace psflow::internal {
 
 size_t edit_distance(std::string_view a, std::string_view b) {
   // One row of the dynamic-programming table at a time.
@@ -48,4 +48,4 @@ std::vector<std::string> close_names(std::string_view name,
   return out;
 }
 
-}  // namespace psflow
+}  // namespace psflow::internal

@@ -6,7 +6,7 @@
 #include <string_view>
 #include <vector>
 
-namespace psflow {
+namespace psflow::internal {
 
 // Edit distance (insertions, deletions, substitutions), ignoring ASCII case.
 [[nodiscard]] size_t edit_distance(std::string_view a, std::string_view b);
@@ -18,6 +18,6 @@ namespace psflow {
                                                    const std::vector<std::string>& candidates,
                                                    size_t max_results = 5);
 
-}  // namespace psflow
+}  // namespace psflow::internal
 
 #endif  // PSFLOW_BASE_CLOSE_NAMES_H_

@@ -7,7 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/strings.h"
 
-namespace psflow {
+namespace psflow::internal {
 
 absl::Status errno_status(int error, std::string_view what) {
   const std::string message = absl::StrCat(av(what), ": ", std::strerror(error));
@@ -23,4 +23,4 @@ absl::Status errno_status(int error, std::string_view what) {
   }
 }
 
-}  // namespace psflow
+}  // namespace psflow::internal

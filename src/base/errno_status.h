@@ -7,7 +7,7 @@
 
 #include "absl/status/status.h"
 
-namespace psflow {
+namespace psflow::internal {
 
 // "<what>: <strerror(error)>" (e.g. "cannot write /x/y: No space left on
 // device"), with the code a caller can act on: NOT_FOUND, PERMISSION_DENIED,
@@ -15,6 +15,6 @@ namespace psflow {
 // INTERNAL for the rest.
 [[nodiscard]] absl::Status errno_status(int error, std::string_view what);
 
-}  // namespace psflow
+}  // namespace psflow::internal
 
 #endif  // PSFLOW_BASE_ERRNO_STATUS_H_

@@ -11,7 +11,7 @@
 
 #include "base/strings.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
 LogLevel initial_level() {
@@ -68,4 +68,4 @@ void check_failed(std::string_view file, int line, std::string_view condition,
   std::abort();
 }
 
-}  // namespace psflow
+}  // namespace psflow::internal

@@ -6,7 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 
-namespace psflow {
+namespace psflow::internal {
 
 enum class LogLevel { kDebug = 0, kInfo = 1, kWarning = 2, kError = 3 };
 
@@ -21,21 +21,21 @@ void set_min_log_level(LogLevel level);
 [[noreturn]] void check_failed(std::string_view file, int line, std::string_view condition,
                                std::string_view message);
 
-}  // namespace psflow
+}  // namespace psflow::internal
 
-#define PSFLOW_LOG(level, ...)                                                \
-  do {                                                                        \
-    if (::psflow::LogLevel::k##level >= ::psflow::min_log_level())            \
-      ::psflow::log_message(::psflow::LogLevel::k##level, __FILE__, __LINE__, \
-                            ::absl::StrCat(__VA_ARGS__));                     \
+#define PSFLOW_LOG(level, ...)                                                                    \
+  do {                                                                                            \
+    if (::psflow::internal::LogLevel::k##level >= ::psflow::internal::min_log_level())            \
+      ::psflow::internal::log_message(::psflow::internal::LogLevel::k##level, __FILE__, __LINE__, \
+                                      ::absl::StrCat(__VA_ARGS__));                               \
   } while (0)
 
 // Invariant check for programming errors (never for input validation).
-#define PSFLOW_CHECK(cond, ...)                                              \
-  do {                                                                       \
-    if (!(cond))                                                             \
-      ::psflow::check_failed(__FILE__, __LINE__, #cond,                      \
-                             ::absl::StrCat("" __VA_OPT__(, ) __VA_ARGS__)); \
+#define PSFLOW_CHECK(cond, ...)                                                        \
+  do {                                                                                 \
+    if (!(cond))                                                                       \
+      ::psflow::internal::check_failed(__FILE__, __LINE__, #cond,                      \
+                                       ::absl::StrCat("" __VA_OPT__(, ) __VA_ARGS__)); \
   } while (0)
 
 #endif  // PSFLOW_BASE_LOGGING_H_

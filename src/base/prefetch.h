@@ -4,7 +4,7 @@
 
 #include <cstddef>
 
-namespace psflow {
+namespace psflow::internal {
 
 // How many rows ahead row loops over scattered ids prefetch. Rows of a
 // large table lie far beyond the caches, so each costs a main-memory round
@@ -54,6 +54,6 @@ inline void prefetch_row(const void* p, size_t bytes, bool for_write) {
   }
 }
 
-}  // namespace psflow
+}  // namespace psflow::internal
 
 #endif  // PSFLOW_BASE_PREFETCH_H_

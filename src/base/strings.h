@@ -8,11 +8,11 @@
 
 #include "absl/strings/string_view.h"
 
-namespace psflow {
+namespace psflow::internal {
 
 inline absl::string_view av(std::string_view s) { return {s.data(), s.size()}; }
 inline std::string_view sv(absl::string_view s) { return {s.data(), s.size()}; }
 
-}  // namespace psflow
+}  // namespace psflow::internal
 
 #endif  // PSFLOW_BASE_STRINGS_H_

@@ -7,7 +7,7 @@
 #include "absl/status/statusor.h"
 #include "gtest/gtest.h"
 
-namespace psflow {
+namespace psflow::internal {
 
 // The value of `s`, failing the test when it is not OK (a non-fatal
 // failure naming the status, then the bad access throws, which fails the
@@ -18,6 +18,6 @@ T ok_value(absl::StatusOr<T> s) {
   return std::move(s).value();
 }
 
-}  // namespace psflow
+}  // namespace psflow::internal
 
 #endif  // PSFLOW_BASE_TEST_UTIL_H_

@@ -2,7 +2,7 @@
 
 #include <utility>
 
-namespace psflow {
+namespace psflow::internal {
 
 ThreadPool::ThreadPool(int num_threads) {
   if (num_threads <= 0) num_threads = static_cast<int>(std::thread::hardware_concurrency());
@@ -42,4 +42,4 @@ void ThreadPool::run() {
   }
 }
 
-}  // namespace psflow
+}  // namespace psflow::internal

@@ -10,7 +10,7 @@
 #include "absl/functional/any_invocable.h"
 #include "absl/synchronization/mutex.h"
 
-namespace psflow {
+namespace psflow::internal {
 
 // Runs work that must not occupy gRPC's callback threads (they also drive
 // the transport, so a handler busy for milliseconds stalls every other call
@@ -39,6 +39,6 @@ class ThreadPool {
   std::vector<std::thread> threads_;
 };
 
-}  // namespace psflow
+}  // namespace psflow::internal
 
 #endif  // PSFLOW_BASE_THREAD_POOL_H_

@@ -8,7 +8,7 @@
 #include "absl/synchronization/notification.h"
 #include "gtest/gtest.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
 TEST(ThreadPoolTest, RunsEveryClosureOnItsThreads) {
@@ -48,4 +48,4 @@ TEST(ThreadPoolTest, DefaultSizeIsOnePerCore) {
 }
 
 }  // namespace
-}  // namespace psflow
+}  // namespace psflow::internal

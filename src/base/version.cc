@@ -1,7 +1,7 @@
 #include "base/version.h"
 
-namespace psflow {
+namespace psflow::internal {
 
 std::string_view version() { return PSFLOW_VERSION; }
 
-}  // namespace psflow
+}  // namespace psflow::internal

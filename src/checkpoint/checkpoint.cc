@@ -24,16 +24,22 @@
 #include "tensor/codec_internal.h"
 
 namespace psflow {
+
+using internal::av;
+using internal::optimizer_name;
+using internal::ShardSnapshot;
+using internal::validate_optimizer_slots;
+
 namespace {
 
 namespace fs = std::filesystem;
-using checkpoint::CheckpointIndex;
-using checkpoint::FileDigest;
-using checkpoint::fs_error;
-using checkpoint::PartEntry;
-using checkpoint::unique_suffix;
-using checkpoint::VariableEntry;
-using Prepared = checkpoint::PreparedCheckpoint;
+using internal::checkpoint::CheckpointIndex;
+using internal::checkpoint::FileDigest;
+using internal::checkpoint::fs_error;
+using internal::checkpoint::PartEntry;
+using internal::checkpoint::unique_suffix;
+using internal::checkpoint::VariableEntry;
+using Prepared = internal::checkpoint::PreparedCheckpoint;
 
 constexpr uint64_t kMaxIndexBytes = uint64_t{256} << 20;
 
@@ -51,7 +57,8 @@ absl::StatusOr<Prepared> prepare(const Checkpoint& ckpt) {
   std::vector<ShardedVariable> variables;
   std::vector<std::string> names;
   for (const auto& [name, v] : ckpt.variables()) {
-    if (absl::StatusOr<std::string> st = checkpoint::safetensors_dtype(v.dtype()); !st.ok()) {
+    if (absl::StatusOr<std::string> st = internal::checkpoint::safetensors_dtype(v.dtype());
+        !st.ok()) {
       return absl::InvalidArgumentError(
           absl::StrCat("cannot save variable '", name, "': ", st.status().message()));
     }
@@ -91,7 +98,7 @@ absl::StatusOr<Prepared> prepare(const Checkpoint& ckpt) {
       p.key = absl::StrCat(names[i], "/part_", j);
       p.optimizer = s.slots.optimizer;
       p.steps = s.slots.steps;
-      std::vector<checkpoint::SafetensorsEntry>& file = out.files[p.file];
+      std::vector<internal::checkpoint::SafetensorsEntry>& file = out.files[p.file];
       std::set<std::string>& used = keys[p.file];
       auto add = [&](const std::string& key, Tensor t) -> absl::Status {
         if (!used.insert(key).second) {
@@ -113,7 +120,7 @@ absl::StatusOr<Prepared> prepare(const Checkpoint& ckpt) {
     out.index.variables.push_back(std::move(entry));
   }
   for (const auto& [file, entries] : out.files) {
-    checkpoint::FileEntry f;
+    internal::checkpoint::FileEntry f;
     f.name = file;
     // "<job>-<task>.safetensors": recover job and task from any part.
     for (const VariableEntry& v : out.index.variables) {
@@ -159,23 +166,24 @@ absl::Status write_directory(Prepared prepared, const std::string& path, bool re
     fs::remove_all(tmp, ignored);
   };
   const std::map<std::string, std::string, std::less<>> metadata = {
-      {"format", std::string(checkpoint::kFormatName)},
-      {"format_version", absl::StrCat(checkpoint::kFormatVersion)}};
-  for (checkpoint::FileEntry& f : prepared.index.files) {
+      {"format", std::string(internal::checkpoint::kFormatName)},
+      {"format_version", absl::StrCat(internal::checkpoint::kFormatVersion)}};
+  for (internal::checkpoint::FileEntry& f : prepared.index.files) {
     std::map<std::string, std::string, std::less<>> meta = metadata;
     meta["task"] = task_name(f.job, f.task);
-    absl::StatusOr<FileDigest> digest =
-        checkpoint::write_safetensors_file((tmp / f.name).string(), prepared.files[f.name], meta);
+    absl::StatusOr<FileDigest> digest = internal::checkpoint::write_safetensors_file(
+        (tmp / f.name).string(), prepared.files[f.name], meta);
     if (!digest.ok()) {
       cleanup();
       return digest.status();
     }
     f.digest = *digest;
   }
-  absl::StatusOr<FileDigest> index =
-      checkpoint::write_file_atomically((tmp / std::string(checkpoint::kIndexFileName)).string(),
-                                        checkpoint::index_to_json(prepared.index));
-  absl::Status synced = index.ok() ? checkpoint::sync_directory(tmp.string()) : index.status();
+  absl::StatusOr<FileDigest> index = internal::checkpoint::write_file_atomically(
+      (tmp / std::string(internal::checkpoint::kIndexFileName)).string(),
+      internal::checkpoint::index_to_json(prepared.index));
+  absl::Status synced =
+      index.ok() ? internal::checkpoint::sync_directory(tmp.string()) : index.status();
   if (!synced.ok()) {
     cleanup();
     return synced;
@@ -192,19 +200,19 @@ absl::Status write_directory(Prepared prepared, const std::string& path, bool re
   if (::rename(tmp.c_str(), final_path.c_str()) != 0) {
     const int e = errno;
     cleanup();
-    return checkpoint::errno_status(
+    return internal::checkpoint::errno_status(
         e, absl::StrCat("cannot rename ", tmp.string(), " to ", final_path.string()));
   }
   if (!old.empty()) fs::remove_all(old, ec);
-  return checkpoint::sync_directory(parent.string());
+  return internal::checkpoint::sync_directory(parent.string());
 }
 
 // ---- restore -------------------------------------------------------------
 
 absl::StatusOr<CheckpointIndex> read_index(const std::string& path) {
   const std::string index_path =
-      (fs::path(path) / std::string(checkpoint::kIndexFileName)).string();
-  absl::StatusOr<std::string> text = checkpoint::read_file(index_path, kMaxIndexBytes);
+      (fs::path(path) / std::string(internal::checkpoint::kIndexFileName)).string();
+  absl::StatusOr<std::string> text = internal::checkpoint::read_file(index_path, kMaxIndexBytes);
   if (!text.ok()) {
     if (absl::IsNotFound(text.status())) {
       return absl::NotFoundError(
@@ -212,12 +220,12 @@ absl::StatusOr<CheckpointIndex> read_index(const std::string& path) {
     }
     return text.status();
   }
-  return checkpoint::parse_index(*text, index_path);
+  return internal::checkpoint::parse_index(*text, index_path);
 }
 
 // Reads one file of the checkpoint and checks it against the index.
-absl::StatusOr<checkpoint::SafetensorsContents> read_checked(const std::string& dir,
-                                                             const checkpoint::FileEntry& f) {
+absl::StatusOr<internal::checkpoint::SafetensorsContents> read_checked(
+    const std::string& dir, const internal::checkpoint::FileEntry& f) {
   const std::string file = (fs::path(dir) / f.name).string();
   std::error_code ec;
   const uint64_t size = fs::file_size(file, ec);
@@ -227,28 +235,28 @@ absl::StatusOr<checkpoint::SafetensorsContents> read_checked(const std::string& 
                                                    " bytes but index.json records ", f.digest.size,
                                                    " (truncated or replaced)"));
   }
-  PSFLOW_ASSIGN_OR_RETURN(std::string bytes, checkpoint::read_file(file, f.digest.size));
+  PSFLOW_ASSIGN_OR_RETURN(std::string bytes, internal::checkpoint::read_file(file, f.digest.size));
   if (bytes.size() != f.digest.size) {
     return absl::InvalidArgumentError(absl::StrCat(file, ": read ", bytes.size(),
                                                    " bytes but index.json records ", f.digest.size,
                                                    " (truncated)"));
   }
-  const uint32_t crc = checkpoint::crc32_of(bytes);
+  const uint32_t crc = internal::checkpoint::crc32_of(bytes);
   if (crc != f.digest.crc32) {
     return absl::InvalidArgumentError(absl::StrCat(file, ": CRC32 is ", crc,
                                                    " but index.json records ", f.digest.crc32,
                                                    " (the file is corrupt)"));
   }
-  return checkpoint::decode_safetensors(std::move(bytes), file);
+  return internal::checkpoint::decode_safetensors(std::move(bytes), file);
 }
 
 // The tensor `key` of `file`, which must have `dtype` and `shape`.
 absl::StatusOr<Tensor> part_tensor(
-    const std::map<std::string, checkpoint::SafetensorsContents>& contents, const std::string& dir,
-    const std::string& file, const std::string& key, DType dtype, const Shape& shape,
-    std::string_view what) {
+    const std::map<std::string, internal::checkpoint::SafetensorsContents>& contents,
+    const std::string& dir, const std::string& file, const std::string& key, DType dtype,
+    const Shape& shape, std::string_view what) {
   const std::string path = (fs::path(dir) / file).string();
-  const checkpoint::SafetensorsContents& c = contents.at(file);
+  const internal::checkpoint::SafetensorsContents& c = contents.at(file);
   auto it = c.tensors.find(key);
   if (it == c.tensors.end()) {
     return absl::InvalidArgumentError(
@@ -265,7 +273,7 @@ absl::StatusOr<Tensor> part_tensor(
 absl::Status restore_checkpoint(const Checkpoint& ckpt, const std::string& path) {
   PSFLOW_ASSIGN_OR_RETURN(CheckpointIndex index, read_index(path));
   const std::string index_path =
-      (fs::path(path) / std::string(checkpoint::kIndexFileName)).string();
+      (fs::path(path) / std::string(internal::checkpoint::kIndexFileName)).string();
   auto index_error = [&](absl::string_view what) {
     return absl::InvalidArgumentError(absl::StrCat(index_path, ": ", what));
   };
@@ -312,18 +320,18 @@ absl::Status restore_checkpoint(const Checkpoint& ckpt, const std::string& path)
     entries.push_back(e);
   }
   // Every file: size, checksum, structure.
-  std::map<std::string, checkpoint::SafetensorsContents> contents;
-  for (const checkpoint::FileEntry& f : index.files) {
+  std::map<std::string, internal::checkpoint::SafetensorsContents> contents;
+  for (const internal::checkpoint::FileEntry& f : index.files) {
     PSFLOW_ASSIGN_OR_RETURN(contents[f.name], read_checked(path, f));
   }
   // Every part of every saved variable names tensors that exist as described.
-  std::map<std::string, std::vector<checkpoint::SavedPart>> saved;
+  std::map<std::string, std::vector<internal::checkpoint::SavedPart>> saved;
   for (const VariableEntry& v : index.variables) {
-    std::vector<checkpoint::SavedPart>& parts = saved[v.name];
+    std::vector<internal::checkpoint::SavedPart>& parts = saved[v.name];
     for (size_t j = 0; j < v.parts.size(); ++j) {
       const PartEntry& p = v.parts[j];
       const std::string what = absl::StrCat("variable '", v.name, "' part ", j);
-      checkpoint::SavedPart s;
+      internal::checkpoint::SavedPart s;
       s.offset = p.offset;
       PSFLOW_ASSIGN_OR_RETURN(s.state.value,
                               part_tensor(contents, path, p.file, p.key, v.dtype, p.shape, what));
@@ -349,11 +357,11 @@ absl::Status restore_checkpoint(const Checkpoint& ckpt, const std::string& path)
   std::vector<std::vector<ShardSnapshot>> states;
   size_t e = 0;
   for (const auto& [name, v] : ckpt.variables()) {
-    std::vector<checkpoint::TargetPart> targets;
+    std::vector<internal::checkpoint::TargetPart> targets;
     for (size_t j = 0; j < v.num_parts(); ++j) {
       targets.push_back({v.offsets()[j], v.variables()[j].shape()});
     }
-    absl::StatusOr<std::vector<ShardSnapshot>> parts = checkpoint::reshard(
+    absl::StatusOr<std::vector<ShardSnapshot>> parts = internal::checkpoint::reshard(
         name, v.dtype(), v.shape(), saved.at(entries[e++]->name), targets, fill);
     if (!parts.ok()) return index_error(parts.status().message());
     for (size_t j = 0; j < parts->size(); ++j) {
@@ -376,7 +384,7 @@ absl::Status restore_checkpoint(const Checkpoint& ckpt, const std::string& path)
 
 }  // namespace
 
-namespace checkpoint {
+namespace internal::checkpoint {
 
 absl::StatusOr<PreparedCheckpoint> prepare_checkpoint(const Checkpoint& checkpoint) {
   return prepare(checkpoint);
@@ -391,7 +399,7 @@ absl::StatusOr<CheckpointIndex> read_checkpoint_index(const std::string& path) {
   return read_index(path);
 }
 
-}  // namespace checkpoint
+}  // namespace internal::checkpoint
 
 // ---- Checkpoint ----------------------------------------------------------
 

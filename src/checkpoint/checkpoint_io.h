@@ -14,7 +14,7 @@
 #include "checkpoint/safetensors.h"
 #include "psflow/checkpoint.h"
 
-namespace psflow::checkpoint {
+namespace psflow::internal::checkpoint {
 
 // Everything a checkpoint directory holds, before it is written: the index
 // (file digests still unset) and each file's tensors.
@@ -39,6 +39,6 @@ struct PreparedCheckpoint {
 // it has none).
 [[nodiscard]] absl::StatusOr<CheckpointIndex> read_checkpoint_index(const std::string& path);
 
-}  // namespace psflow::checkpoint
+}  // namespace psflow::internal::checkpoint
 
 #endif  // PSFLOW_CHECKPOINT_CHECKPOINT_IO_H_

@@ -17,11 +17,14 @@
 #include "psflow/status_macros.h"
 
 namespace psflow {
+
+using internal::av;
+
 namespace {
 
 namespace fs = std::filesystem;
-using checkpoint::fs_error;
-using checkpoint::unique_suffix;
+using internal::checkpoint::fs_error;
+using internal::checkpoint::unique_suffix;
 
 constexpr std::string_view kCheckpointPrefix = "ckpt-";
 
@@ -53,7 +56,8 @@ absl::StatusOr<std::vector<std::pair<int64_t, std::string>>> list_checkpoints(
     const int64_t n = checkpoint_number(it->path().filename().string());
     std::error_code entry_ec;  // an entry that vanished meanwhile is skipped
     if (n < 0 || !it->is_directory(entry_ec)) continue;
-    if (!fs::is_regular_file(it->path() / std::string(checkpoint::kIndexFileName), entry_ec)) {
+    if (!fs::is_regular_file(it->path() / std::string(internal::checkpoint::kIndexFileName),
+                             entry_ec)) {
       continue;
     }
     out.emplace_back(n, it->path().string());
@@ -126,8 +130,8 @@ absl::StatusOr<std::string> CheckpointManager::save() {
   State& s = *state_;
   absl::MutexLock lock(&s.mu);
   remove_debris(s.directory);
-  PSFLOW_ASSIGN_OR_RETURN(checkpoint::PreparedCheckpoint prepared,
-                          checkpoint::prepare_checkpoint(s.checkpoint));
+  PSFLOW_ASSIGN_OR_RETURN(internal::checkpoint::PreparedCheckpoint prepared,
+                          internal::checkpoint::prepare_checkpoint(s.checkpoint));
   PSFLOW_ASSIGN_OR_RETURN(auto existing, list_checkpoints(s.directory));
   int64_t number = 0;
   if (prepared.index.iterations.has_value()) {
@@ -137,8 +141,8 @@ absl::StatusOr<std::string> CheckpointManager::save() {
   }
   const std::string path =
       (fs::path(s.directory) / absl::StrCat(av(kCheckpointPrefix), number)).string();
-  PSFLOW_RETURN_IF_ERROR(
-      checkpoint::write_checkpoint_directory(std::move(prepared), path, /*replace=*/true));
+  PSFLOW_RETURN_IF_ERROR(internal::checkpoint::write_checkpoint_directory(std::move(prepared), path,
+                                                                          /*replace=*/true));
   if (s.max_to_keep.has_value()) {
     PSFLOW_ASSIGN_OR_RETURN(auto all, list_checkpoints(s.directory));
     const auto keep = static_cast<size_t>(*s.max_to_keep);
@@ -181,8 +185,8 @@ absl::StatusOr<std::optional<std::string>> latest_checkpoint(const std::string& 
 }
 
 absl::StatusOr<int64_t> load_checkpoint_iterations(const std::string& path) {
-  PSFLOW_ASSIGN_OR_RETURN(checkpoint::CheckpointIndex index,
-                          checkpoint::read_checkpoint_index(path));
+  PSFLOW_ASSIGN_OR_RETURN(internal::checkpoint::CheckpointIndex index,
+                          internal::checkpoint::read_checkpoint_index(path));
   if (!index.iterations.has_value()) {
     return absl::NotFoundError(absl::StrCat(
         "checkpoint ", path, " holds no optimizer iterations (it was saved without an optimizer)"));

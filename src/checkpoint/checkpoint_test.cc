@@ -1,5 +1,5 @@
 // Checkpoint and CheckpointManager against in-process ps tasks (the
-// strategy's client_factory): round trips of values, slots and step
+// strategy made over in-process clients): round trips of values, slots and step
 // counts, resharding, validation before any change, the manager's files.
 #include "psflow/checkpoint.h"
 
@@ -20,15 +20,15 @@
 #include "psflow/strategy.h"
 #include "strategy/strategy_test_util.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
 namespace fs = std::filesystem;
-using ::psflow::testing::full_state;
-using ::psflow::testing::FullState;
-using ::psflow::testing::LocalPsCluster;
-using ::psflow::testing::TempDir;
-using ::psflow::testing::value_or_fail;
+using ::psflow::internal::testing::full_state;
+using ::psflow::internal::testing::FullState;
+using ::psflow::internal::testing::LocalPsCluster;
+using ::psflow::internal::testing::TempDir;
+using ::psflow::internal::testing::value_or_fail;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using Json = nlohmann::json;
@@ -560,4 +560,4 @@ TEST(ReshardTest, RejectsPartsOfTwoOptimizersAndUnknownAccumulators) {
 }
 
 }  // namespace
-}  // namespace psflow
+}  // namespace psflow::internal

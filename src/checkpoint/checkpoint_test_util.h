@@ -21,7 +21,7 @@
 #include "psflow/variable.h"
 #include "strategy/variable_snapshots.h"
 
-namespace psflow::testing {
+namespace psflow::internal::testing {
 
 // A fresh directory under the test temp dir, removed on destruction.
 // Thread-safety: a value owned by one test.
@@ -133,6 +133,6 @@ inline void expect_same_full_state(const FullState& a, const FullState& b, bool 
   }
 }
 
-}  // namespace psflow::testing
+}  // namespace psflow::internal::testing
 
 #endif  // PSFLOW_CHECKPOINT_CHECKPOINT_TEST_UTIL_H_

@@ -16,7 +16,7 @@
 #include "absl/time/clock.h"
 #include "base/strings.h"
 
-namespace psflow::checkpoint {
+namespace psflow::internal::checkpoint {
 
 uint32_t crc32_of(std::string_view bytes, uint32_t crc) {
   uLong c = crc;
@@ -144,4 +144,4 @@ absl::Status sync_directory(const std::string& path) {
   return absl::OkStatus();
 }
 
-}  // namespace psflow::checkpoint
+}  // namespace psflow::internal::checkpoint

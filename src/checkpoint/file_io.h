@@ -13,7 +13,7 @@
 #include "absl/status/statusor.h"
 #include "base/errno_status.h"
 
-namespace psflow::checkpoint {
+namespace psflow::internal::checkpoint {
 
 // Size and zlib CRC32 of a file's bytes.
 // Thread-safety: a value type.
@@ -68,7 +68,7 @@ class AtomicFileWriter {
 [[nodiscard]] absl::Status sync_directory(const std::string& path);
 
 // An errno as a Status naming `what` (e.g. "cannot write /x/y").
-using ::psflow::errno_status;
+using ::psflow::internal::errno_status;
 // The same for a std::filesystem error code.
 [[nodiscard]] absl::Status fs_error(const std::error_code& ec, std::string_view what);
 
@@ -76,6 +76,6 @@ using ::psflow::errno_status;
 // process) uses: "<pid>-<counter>-<nanoseconds>".
 [[nodiscard]] std::string unique_suffix();
 
-}  // namespace psflow::checkpoint
+}  // namespace psflow::internal::checkpoint
 
 #endif  // PSFLOW_CHECKPOINT_FILE_IO_H_

@@ -11,7 +11,7 @@
 #include "optimizer/optimizer.h"
 #include "psflow/status_macros.h"
 
-namespace psflow::checkpoint {
+namespace psflow::internal::checkpoint {
 namespace {
 
 using Json = nlohmann::json;
@@ -384,4 +384,4 @@ absl::StatusOr<CheckpointIndex> parse_index(std::string_view text, std::string_v
   return index;
 }
 
-}  // namespace psflow::checkpoint
+}  // namespace psflow::internal::checkpoint

@@ -30,7 +30,7 @@
 #include "psflow/optimizer_config.h"
 #include "psflow/tensor.h"
 
-namespace psflow::checkpoint {
+namespace psflow::internal::checkpoint {
 
 inline constexpr std::string_view kIndexFileName = "index.json";
 inline constexpr std::string_view kFormatName = "psflow-checkpoint";
@@ -89,6 +89,6 @@ struct CheckpointIndex {
 [[nodiscard]] absl::StatusOr<CheckpointIndex> parse_index(std::string_view text,
                                                           std::string_view file);
 
-}  // namespace psflow::checkpoint
+}  // namespace psflow::internal::checkpoint
 
 #endif  // PSFLOW_CHECKPOINT_INDEX_H_

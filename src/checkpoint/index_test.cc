@@ -8,7 +8,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace psflow::checkpoint {
+namespace psflow::internal::checkpoint {
 namespace {
 
 using ::testing::HasSubstr;
@@ -150,4 +150,4 @@ TEST(CheckpointIndexTest, MalformedIndexesAreRejectedNamingWhere) {
 }
 
 }  // namespace
-}  // namespace psflow::checkpoint
+}  // namespace psflow::internal::checkpoint

@@ -9,7 +9,7 @@
 #include "optimizer/optimizer.h"
 #include "psflow/status_macros.h"
 
-namespace psflow::checkpoint {
+namespace psflow::internal::checkpoint {
 namespace {
 
 int64_t rows_of(const Shape& shape) { return shape.empty() ? 1 : shape[0]; }
@@ -144,4 +144,4 @@ absl::StatusOr<std::vector<ShardSnapshot>> reshard(std::string_view variable, DT
   return out;
 }
 
-}  // namespace psflow::checkpoint
+}  // namespace psflow::internal::checkpoint

@@ -11,7 +11,7 @@
 #include "psflow/optimizer_config.h"
 #include "psflow/tensor.h"
 
-namespace psflow::checkpoint {
+namespace psflow::internal::checkpoint {
 
 // One saved part: its first row in the full variable and its state (value
 // with the part's shape, slots of the same shape, optimizer and steps).
@@ -48,6 +48,6 @@ struct TargetPart {
     const OptimizerConfig* fill);
 // (A free function without shared state: thread-safe.)
 
-}  // namespace psflow::checkpoint
+}  // namespace psflow::internal::checkpoint
 
 #endif  // PSFLOW_CHECKPOINT_RESHARD_H_

@@ -13,7 +13,7 @@
 #include "base/strings.h"
 #include "psflow/status_macros.h"
 
-namespace psflow::checkpoint {
+namespace psflow::internal::checkpoint {
 namespace {
 
 static_assert(std::endian::native == std::endian::little,
@@ -327,4 +327,4 @@ absl::StatusOr<SafetensorsContents> read_safetensors_file(const std::string& pat
   return decode_safetensors(std::move(bytes), path);
 }
 
-}  // namespace psflow::checkpoint
+}  // namespace psflow::internal::checkpoint

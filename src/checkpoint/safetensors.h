@@ -34,7 +34,7 @@
 #include "checkpoint/file_io.h"
 #include "psflow/tensor.h"
 
-namespace psflow::checkpoint {
+namespace psflow::internal::checkpoint {
 
 // Header lengths above this are rejected (the reference implementation's
 // own bound).
@@ -80,6 +80,6 @@ struct SafetensorsContents {
 [[nodiscard]] absl::StatusOr<SafetensorsContents> read_safetensors_file(const std::string& path,
                                                                         uint64_t max_bytes);
 
-}  // namespace psflow::checkpoint
+}  // namespace psflow::internal::checkpoint
 
 #endif  // PSFLOW_CHECKPOINT_SAFETENSORS_H_

@@ -13,7 +13,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace psflow::checkpoint {
+namespace psflow::internal::checkpoint {
 namespace {
 
 using ::testing::HasSubstr;
@@ -231,4 +231,4 @@ TEST(SafetensorsTest, RandomCorruptionFailsCleanly) {
 }
 
 }  // namespace
-}  // namespace psflow::checkpoint
+}  // namespace psflow::internal::checkpoint

@@ -7,10 +7,11 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <type_traits>
 
 #include "psflow/local_cluster.h"
 
-namespace psflow {
+namespace psflow::internal {
 
 // Process exit codes shared by the subcommands.
 inline constexpr int kExitOk = 0;
@@ -34,15 +35,20 @@ struct CommandHelp {
 
 // Adds the subcommand `help` describes, with flags of type Flags that
 // `add_flags` declares: the parser fills them, and `run` reads them once the
-// subcommand was chosen.
-template <typename Flags>
+// subcommand was chosen; `run` may also take the parsed app, to tell which
+// flags were given (app.count).
+template <typename Flags, typename Run>
 [[nodiscard]] Command add_command(CLI::App& parent, const CommandHelp& help,
-                                  void (*add_flags)(CLI::App&, Flags&), int (*run)(const Flags&)) {
+                                  void (*add_flags)(CLI::App&, Flags&), Run run) {
   auto flags = std::make_shared<Flags>();
   CLI::App* app = parent.add_subcommand(help.name, help.description);
   app->footer(help.footer);
   add_flags(*app, *flags);
-  return Command{app, [flags, run] { return run(*flags); }};
+  if constexpr (std::is_invocable_v<Run, const Flags&, const CLI::App&>) {
+    return Command{app, [flags, run, app] { return run(*flags, *app); }};
+  } else {
+    return Command{app, [flags, run] { return run(*flags); }};
+  }
 }
 
 [[nodiscard]] Command add_server_command(CLI::App& parent);
@@ -69,6 +75,6 @@ void add_local_cluster_flags(CLI::App& command, LocalClusterFlags& flags);
 // flushed.
 void print_tasks(const LocalCluster& cluster, std::FILE* out);
 
-}  // namespace psflow
+}  // namespace psflow::internal
 
 #endif  // PSFLOW_CLI_COMMANDS_H_

@@ -6,7 +6,7 @@
 #include "cli/commands.h"
 #include "train/evaluator.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
 struct EvalFlags {
@@ -53,4 +53,4 @@ Command add_eval_command(CLI::App& parent) {
   return add_command(parent, kEvalHelp, add_eval_flags, run_eval);
 }
 
-}  // namespace psflow
+}  // namespace psflow::internal

@@ -7,7 +7,7 @@
 #include "cli/commands.h"
 #include "cli/local_cluster_session.h"
 
-namespace psflow {
+namespace psflow::internal {
 
 void add_local_cluster_flags(CLI::App& command, LocalClusterFlags& flags) {
   command.add_option("--num-ps", flags.num_ps, "Number of ps tasks")
@@ -99,4 +99,4 @@ Command add_local_cluster_command(CLI::App& parent) {
   return add_command(parent, kLocalClusterHelp, add_local_cluster_flags, run_local_cluster);
 }
 
-}  // namespace psflow
+}  // namespace psflow::internal

@@ -4,7 +4,7 @@
 
 #include "base/logging.h"
 
-namespace psflow {
+namespace psflow::internal {
 
 LocalClusterSession::LocalClusterSession()
     : watcher_(
@@ -35,4 +35,4 @@ void LocalClusterSession::on_signal(int signo) {
   signalled_.Notify();
 }
 
-}  // namespace psflow
+}  // namespace psflow::internal

@@ -11,7 +11,7 @@
 #include "cli/signals.h"
 #include "psflow/local_cluster.h"
 
-namespace psflow {
+namespace psflow::internal {
 
 // Starts a LocalCluster under a TerminationSignalWatcher. A signal during
 // start-up exits the process at once with 128+signo (LocalCluster::start
@@ -41,6 +41,6 @@ class LocalClusterSession {
   std::unique_ptr<TerminationSignalWatcher> watcher_;
 };
 
-}  // namespace psflow
+}  // namespace psflow::internal
 
 #endif  // PSFLOW_CLI_LOCAL_CLUSTER_SESSION_H_

@@ -13,6 +13,17 @@
 #include "psflow/main.h"
 
 namespace psflow {
+
+using internal::add_eval_command;
+using internal::add_local_cluster_command;
+using internal::add_server_command;
+using internal::add_train_command;
+using internal::add_version_command;
+using internal::block_termination_signals;
+using internal::Command;
+using internal::kExitUsage;
+using internal::version;
+
 namespace {
 
 // What every role needs before it starts a thread.

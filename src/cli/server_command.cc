@@ -13,7 +13,7 @@
 #include "psflow/cluster_resolver.h"
 #include "psflow/server.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
 struct ServerFlags {
@@ -180,4 +180,4 @@ Command add_server_command(CLI::App& parent) {
   return add_command(parent, kServerHelp, add_server_flags, run_server);
 }
 
-}  // namespace psflow
+}  // namespace psflow::internal

@@ -7,7 +7,7 @@
 
 #include "base/logging.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
 sigset_t termination_signals() {
@@ -62,4 +62,4 @@ void TerminationSignalWatcher::watch() {
   }
 }
 
-}  // namespace psflow
+}  // namespace psflow::internal

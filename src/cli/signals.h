@@ -8,7 +8,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 
-namespace psflow {
+namespace psflow::internal {
 
 // Blocks SIGTERM and SIGINT in the calling thread. Call first thing in
 // main(), before any thread exists, so that every thread (gRPC's included)
@@ -41,6 +41,6 @@ class TerminationSignalWatcher {
   std::thread watcher_;
 };
 
-}  // namespace psflow
+}  // namespace psflow::internal
 
 #endif  // PSFLOW_CLI_SIGNALS_H_

@@ -19,7 +19,7 @@
 #include "train/model_registry.h"
 #include "train/trainer.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
 // Restarts per task the local launcher allows when --ps-recovery is on and
@@ -31,6 +31,13 @@ struct TrainFlags {
   TrainOptions train;
 };
 
+constexpr CommandHelp kTrainHelp = {
+    "train", "Train a model as the coordinator (chief); without TF_CONFIG on a local cluster",
+    R"(Without TF_CONFIG, starts an embedded local cluster of ps and worker tasks on
+loopback (task logs in <run-dir>/logs) and trains on it. With TF_CONFIG naming
+this task the chief, coordinates the ps and worker tasks listed there (run them
+with `psflow server`). Data: Debian's dataset-fashion-mnist package.)"};
+
 int report(const absl::StatusOr<TrainSummary>& summary, const TrainOptions& options);
 
 std::string default_run_dir(const TrainOptions& options) {
@@ -39,7 +46,8 @@ std::string default_run_dir(const TrainOptions& options) {
                       options.model);
 }
 
-int run_train(TrainFlags flags, const CLI::App& app) {
+int run_train(const TrainFlags& given, const CLI::App& app) {
+  TrainFlags flags = given;
   TrainOptions& options = flags.train;
   absl::StatusOr<std::unique_ptr<Model>> model = make_model(options.model);
   if (!model.ok()) {
@@ -164,54 +172,49 @@ int report(const absl::StatusOr<TrainSummary>& summary, const TrainOptions& opti
   return kExitOk;
 }
 
+void add_train_flags(CLI::App& app, TrainFlags& flags) {
+  add_local_cluster_flags(app, flags.cluster);
+  TrainOptions& o = flags.train;
+  app.add_option("--model", o.model,
+                 "mlp (784-256-10) or logreg on Fashion-MNIST; wide_deep (sharded embeddings "
+                 "plus dense features) on generated click data or a LIBSVM --data-dir")
+      ->capture_default_str();
+  app.add_option("--strategy", o.strategy,
+                 "parameter_server (ps and worker tasks) or mirrored (synchronous replicas in "
+                 "this process, no tasks)")
+      ->capture_default_str();
+  app.add_option("--replicas", o.replicas, "Replicas of the mirrored strategy")
+      ->capture_default_str();
+  app.add_option("--epochs", o.epochs, "Passes over the training set")->capture_default_str();
+  app.add_option("--batch-size", o.batch_size, "Examples per step")->capture_default_str();
+  app.add_option("--optimizer", o.optimizer, "sgd, momentum, adagrad, adam or ftrl")
+      ->capture_default_str();
+  app.add_option("--learning-rate", o.learning_rate, "Learning rate")->capture_default_str();
+  app.add_option("--lr-schedule", o.lr_schedule,
+                 "cosine (decay to 10% over the run, as Keras's CosineDecay) or constant")
+      ->capture_default_str();
+  app.add_option("--partitioner", o.partitioner,
+                 "none, fixed:<shards>, min_size:<bytes>[:<max>], max_size:<bytes>[:<max>]")
+      ->capture_default_str();
+  app.add_option("--run-dir", o.run_dir, "Output directory (default: runs/<time>-<model>)");
+  app.add_option("--seed", o.seed, "Seed of initial values and shuffles")->capture_default_str();
+  app.add_option("--steps-per-execution", o.steps_per_execution,
+                 "Training steps per scheduled closure")
+      ->capture_default_str();
+  app.add_flag("--ps-recovery", o.ps_recovery,
+               "On the loss of a ps task, wait for it to come back, restore every ps from the "
+               "latest checkpoint and train on (default: stop with UNAVAILABLE, as TF)");
+  app.add_option("--ps-recovery-timeout", o.ps_recovery_timeout_seconds,
+                 "Seconds to wait for a lost ps task to come back")
+      ->capture_default_str();
+  app.add_option("--data-dir", o.data_dir,
+                 "Directory of the Fashion-MNIST IDX files (default: the Debian package's)");
+}
+
 }  // namespace
 
 Command add_train_command(CLI::App& parent) {
-  auto flags = std::make_shared<TrainFlags>();
-  CLI::App* app = parent.add_subcommand(
-      "train", "Train a model as the coordinator (chief); without TF_CONFIG on a local cluster");
-  app->footer(
-      "Without TF_CONFIG, starts an embedded local cluster of ps and worker tasks on\n"
-      "loopback (task logs in <run-dir>/logs) and trains on it. With TF_CONFIG naming\n"
-      "this task the chief, coordinates the ps and worker tasks listed there (run them\n"
-      "with `psflow server`). Data: Debian's dataset-fashion-mnist package.");
-  add_local_cluster_flags(*app, flags->cluster);
-  TrainOptions& o = flags->train;
-  app->add_option("--model", o.model,
-                  "mlp (784-256-10) or logreg on Fashion-MNIST; wide_deep (sharded embeddings "
-                  "plus dense features) on generated click data or a LIBSVM --data-dir")
-      ->capture_default_str();
-  app->add_option("--strategy", o.strategy,
-                  "parameter_server (ps and worker tasks) or mirrored (synchronous replicas in "
-                  "this process, no tasks)")
-      ->capture_default_str();
-  app->add_option("--replicas", o.replicas, "Replicas of the mirrored strategy")
-      ->capture_default_str();
-  app->add_option("--epochs", o.epochs, "Passes over the training set")->capture_default_str();
-  app->add_option("--batch-size", o.batch_size, "Examples per step")->capture_default_str();
-  app->add_option("--optimizer", o.optimizer, "sgd, momentum, adagrad, adam or ftrl")
-      ->capture_default_str();
-  app->add_option("--learning-rate", o.learning_rate, "Learning rate")->capture_default_str();
-  app->add_option("--lr-schedule", o.lr_schedule,
-                  "cosine (decay to 10% over the run, as Keras's CosineDecay) or constant")
-      ->capture_default_str();
-  app->add_option("--partitioner", o.partitioner,
-                  "none, fixed:<shards>, min_size:<bytes>[:<max>], max_size:<bytes>[:<max>]")
-      ->capture_default_str();
-  app->add_option("--run-dir", o.run_dir, "Output directory (default: runs/<time>-<model>)");
-  app->add_option("--seed", o.seed, "Seed of initial values and shuffles")->capture_default_str();
-  app->add_option("--steps-per-execution", o.steps_per_execution,
-                  "Training steps per scheduled closure")
-      ->capture_default_str();
-  app->add_flag("--ps-recovery", o.ps_recovery,
-                "On the loss of a ps task, wait for it to come back, restore every ps from the "
-                "latest checkpoint and train on (default: stop with UNAVAILABLE, as TF)");
-  app->add_option("--ps-recovery-timeout", o.ps_recovery_timeout_seconds,
-                  "Seconds to wait for a lost ps task to come back")
-      ->capture_default_str();
-  app->add_option("--data-dir", o.data_dir,
-                  "Directory of the Fashion-MNIST IDX files (default: the Debian package's)");
-  return Command{app, [flags, app] { return run_train(*flags, *app); }};
+  return add_command(parent, kTrainHelp, add_train_flags, run_train);
 }
 
-}  // namespace psflow
+}  // namespace psflow::internal

@@ -4,7 +4,7 @@
 #include "base/version.h"
 #include "cli/commands.h"
 
-namespace psflow {
+namespace psflow::internal {
 
 Command add_version_command(CLI::App& parent) {
   CLI::App* app = parent.add_subcommand("version", "Print the psflow version");
@@ -15,4 +15,4 @@ Command add_version_command(CLI::App& parent) {
                  }};
 }
 
-}  // namespace psflow
+}  // namespace psflow::internal

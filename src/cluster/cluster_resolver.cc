@@ -12,15 +12,20 @@
 
 namespace psflow {
 
-std::string format_master_url(std::string_view address,
-                              const std::optional<std::string>& rpc_layer) {
+using internal::av;
+using internal::master_address;
+using internal::master_is_local;
+using internal::py_repr_string;
+
+std::string internal::format_master_url(std::string_view address,
+                                        const std::optional<std::string>& rpc_layer) {
   if (rpc_layer.has_value() && !rpc_layer->empty()) {
     return absl::StrCat(*rpc_layer, "://", av(address));
   }
   return std::string(address);
 }
 
-bool master_is_local(const ClusterSpec& spec) {
+bool internal::master_is_local(const ClusterSpec& spec) {
   if (spec.empty()) return true;
   if (spec.as_map().size() != 1) return false;
   const ClusterSpec::Tasks& tasks = spec.as_map().begin()->second;
@@ -28,10 +33,10 @@ bool master_is_local(const ClusterSpec& spec) {
   return !tasks.empty() && tasks.rbegin()->first == 0;
 }
 
-absl::StatusOr<std::string> master_address(const ClusterSpec& spec,
-                                           const std::optional<std::string>& task_type,
-                                           const std::optional<int>& task_id,
-                                           const std::optional<std::string>& rpc_layer) {
+absl::StatusOr<std::string> internal::master_address(const ClusterSpec& spec,
+                                                     const std::optional<std::string>& task_type,
+                                                     const std::optional<int>& task_id,
+                                                     const std::optional<std::string>& rpc_layer) {
   if (!task_type.has_value()) {
     return absl::InvalidArgumentError(
         "master() needs a task type: none was passed and the resolver names none. Pass "

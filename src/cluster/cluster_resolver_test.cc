@@ -9,7 +9,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
 using ::testing::HasSubstr;
@@ -131,4 +131,4 @@ TEST(ClusterResolverMasterTest, GetterErrorsPropagateOnlyWhenNeeded) {
 }
 
 }  // namespace
-}  // namespace psflow
+}  // namespace psflow::internal

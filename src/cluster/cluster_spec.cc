@@ -14,6 +14,15 @@
 #include "psflow/status_macros.h"
 
 namespace psflow {
+
+using internal::av;
+using internal::cluster_spec_from_json_value;
+using internal::parse_tf_json;
+using internal::py_int_from_string;
+using internal::py_repr_abbrev;
+using internal::py_repr_string;
+using internal::TfJson;
+
 namespace {
 
 constexpr std::string_view kClusterExample =
@@ -41,7 +50,7 @@ absl::StatusOr<ClusterSpec> ClusterSpec::from_json(std::string_view json) {
   return cluster_spec_from_json_value(cluster);
 }
 
-absl::StatusOr<ClusterSpec> cluster_spec_from_json_value(const TfJson& cluster) {
+absl::StatusOr<ClusterSpec> internal::cluster_spec_from_json_value(const TfJson& cluster) {
   if (!cluster.is_object()) {
     return absl::InvalidArgumentError(
         absl::StrCat("`cluster` must be a dictionary mapping one or more job names to lists of "

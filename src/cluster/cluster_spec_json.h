@@ -8,7 +8,7 @@
 #include "cluster/tf_json.h"
 #include "psflow/cluster_spec.h"
 
-namespace psflow {
+namespace psflow::internal {
 
 // tf.train.ClusterSpec(dict) over a decoded JSON value, checks in TF's order:
 // every job (in document order) must be a list or an {index: address} object
@@ -18,6 +18,6 @@ namespace psflow {
 // INVALID_ARGUMENT with TF's message plus the fix.
 [[nodiscard]] absl::StatusOr<ClusterSpec> cluster_spec_from_json_value(const TfJson& cluster);
 
-}  // namespace psflow
+}  // namespace psflow::internal
 
 #endif  // PSFLOW_CLUSTER_CLUSTER_SPEC_JSON_H_

@@ -8,7 +8,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
 using ::testing::ElementsAre;
@@ -210,4 +210,4 @@ TEST(ClusterSpecTest, ToJsonDoesNotThrowOnInvalidUtf8) {
 }
 
 }  // namespace
-}  // namespace psflow
+}  // namespace psflow::internal

@@ -10,7 +10,7 @@
 #include "absl/status/statusor.h"
 #include "psflow/cluster_spec.h"
 
-namespace psflow {
+namespace psflow::internal {
 
 // TF's format_master_url: "<rpc_layer>://<address>", or the bare address
 // when the layer is unset or empty (Python's `if rpc_layer:`).
@@ -29,6 +29,6 @@ namespace psflow {
     const ClusterSpec& spec, const std::optional<std::string>& task_type,
     const std::optional<int>& task_id, const std::optional<std::string>& rpc_layer);
 
-}  // namespace psflow
+}  // namespace psflow::internal
 
 #endif  // PSFLOW_CLUSTER_MASTER_H_

@@ -16,6 +16,17 @@
 #include "psflow/status_macros.h"
 
 namespace psflow {
+
+using internal::av;
+using internal::cluster_spec_from_json_value;
+using internal::master_address;
+using internal::master_is_local;
+using internal::parse_tf_json;
+using internal::py_int;
+using internal::py_repr_abbrev;
+using internal::py_str;
+using internal::TfJson;
+
 namespace {
 
 constexpr char kTfConfigEnv[] = "TF_CONFIG";

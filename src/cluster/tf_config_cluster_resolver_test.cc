@@ -9,7 +9,7 @@
 #include "gtest/gtest.h"
 #include "psflow/cluster_resolver.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
 using ::testing::HasSubstr;
@@ -385,4 +385,4 @@ TEST_F(TFConfigClusterResolverTest, IsConfigured) {
 }
 
 }  // namespace
-}  // namespace psflow
+}  // namespace psflow::internal

@@ -11,7 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "base/strings.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
 // How many bytes of context a parse error shows on each side of the position.
@@ -245,4 +245,4 @@ absl::StatusOr<int> py_int(const TfJson& value) {
                    type_name, "'"));
 }
 
-}  // namespace psflow
+}  // namespace psflow::internal

@@ -12,7 +12,7 @@
 #include "absl/status/statusor.h"
 #include "nlohmann/json.hpp"
 
-namespace psflow {
+namespace psflow::internal {
 
 using TfJson = nlohmann::ordered_json;
 
@@ -43,6 +43,6 @@ using TfJson = nlohmann::ordered_json;
 [[nodiscard]] absl::StatusOr<int> py_int(const TfJson& value);
 [[nodiscard]] absl::StatusOr<int> py_int_from_string(std::string_view literal);
 
-}  // namespace psflow
+}  // namespace psflow::internal
 
 #endif  // PSFLOW_CLUSTER_TF_JSON_H_

@@ -6,7 +6,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
 using ::testing::HasSubstr;
@@ -154,4 +154,4 @@ TEST(TfJsonTest, IntFromOtherTypesMatchesPython) {
 }
 
 }  // namespace
-}  // namespace psflow
+}  // namespace psflow::internal

@@ -15,6 +15,10 @@
 #include "psflow/cluster_spec.h"
 
 namespace psflow {
+
+using internal::av;
+using internal::py_repr_string;
+
 namespace {
 
 // Python's repr of TF's allowed_task_types tuple, quoted verbatim in messages.

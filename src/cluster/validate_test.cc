@@ -8,7 +8,7 @@
 #include "gtest/gtest.h"
 #include "psflow/cluster_resolver.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
 using ::testing::HasSubstr;
@@ -174,4 +174,4 @@ TEST(ValidateParameterServerClusterTest, WorksOnTheResolversAnswer) {
 }
 
 }  // namespace
-}  // namespace psflow
+}  // namespace psflow::internal

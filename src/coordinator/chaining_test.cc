@@ -9,12 +9,12 @@
 #include "gtest/gtest.h"
 #include "psflow/cluster_coordinator.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
-using ::psflow::testing::Gate;
-using ::psflow::testing::kTestTimeout;
-using ::psflow::testing::make_coordinator;
+using ::psflow::internal::testing::Gate;
+using ::psflow::internal::testing::kTestTimeout;
+using ::psflow::internal::testing::make_coordinator;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
@@ -182,4 +182,4 @@ TEST_F(ChainingTest, LongChainWithQueueBoundTwo) {
 }
 
 }  // namespace
-}  // namespace psflow
+}  // namespace psflow::internal

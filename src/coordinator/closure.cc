@@ -6,7 +6,7 @@
 #include "coordinator/closure_errors.h"
 #include "coordinator/remote_structure_walk.h"
 
-namespace psflow {
+namespace psflow::internal {
 
 Closure::Closure(uint64_t id, std::string function_name, RemoteStructure args)
     : id_(id),
@@ -94,4 +94,4 @@ Structure Closure::resolve_args(
   return resolve_with_refs(args_, path, by_reference, refs);
 }
 
-}  // namespace psflow
+}  // namespace psflow::internal

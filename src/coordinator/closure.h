@@ -17,7 +17,7 @@
 #include "psflow/remote_value.h"
 #include "psflow/structure.h"
 
-namespace psflow {
+namespace psflow::internal {
 
 // At any time a closure has one owner (the queue while it waits, a
 // dispatcher while it runs), and only the owner finishes it, so its result
@@ -80,6 +80,6 @@ class Closure {
   const std::shared_ptr<internal::RemoteValueState> output_;
 };
 
-}  // namespace psflow
+}  // namespace psflow::internal
 
 #endif  // PSFLOW_COORDINATOR_CLOSURE_H_

@@ -8,7 +8,7 @@
 #include "base/strings.h"
 #include "psflow/remote_value.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
 // Marks input errors; the payload is the original error, "CODE: message".
@@ -50,8 +50,12 @@ absl::Status closure_input_error(std::string_view function_name, std::string_vie
   return status;
 }
 
+}  // namespace psflow::internal
+
+namespace psflow {
+
 bool is_closure_input_error(const absl::Status& status) {
-  return status.GetPayload(av(kInputErrorPayloadUrl)).has_value();
+  return status.GetPayload(internal::av(internal::kInputErrorPayloadUrl)).has_value();
 }
 
 }  // namespace psflow

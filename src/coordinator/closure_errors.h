@@ -8,7 +8,7 @@
 
 #include "absl/status/status.h"
 
-namespace psflow {
+namespace psflow::internal {
 
 inline constexpr std::string_view kClosureCancelledMessage =
     "The corresponding function is cancelled. Please reschedule the function.";
@@ -33,6 +33,6 @@ inline constexpr std::string_view kClosureAbortedMessage =
                                                std::string_view input_function,
                                                const absl::Status& input_error);
 
-}  // namespace psflow
+}  // namespace psflow::internal
 
 #endif  // PSFLOW_COORDINATOR_CLOSURE_ERRORS_H_

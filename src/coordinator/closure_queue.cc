@@ -5,7 +5,7 @@
 #include "base/logging.h"
 #include "coordinator/closure_errors.h"
 
-namespace psflow {
+namespace psflow::internal {
 
 ClosureQueue::ClosureQueue(int64_t max_queued, absl::AnyInvocable<void()> on_first_error)
     : max_queued_(max_queued),
@@ -249,4 +249,4 @@ absl::Status ClosureQueue::raise_if_error_locked() {
   return error;
 }
 
-}  // namespace psflow
+}  // namespace psflow::internal

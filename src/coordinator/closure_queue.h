@@ -17,7 +17,7 @@
 #include "absl/time/time.h"
 #include "coordinator/closure.h"
 
-namespace psflow {
+namespace psflow::internal {
 
 // Where every closure is between schedule() and its result:
 //   waiting  for its RemoteValue inputs (holds no worker);
@@ -128,6 +128,6 @@ class ClosureQueue : public std::enable_shared_from_this<ClosureQueue> {
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;
 };
 
-}  // namespace psflow
+}  // namespace psflow::internal
 
 #endif  // PSFLOW_COORDINATOR_CLOSURE_QUEUE_H_

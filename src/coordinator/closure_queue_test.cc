@@ -9,11 +9,11 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
-using ::psflow::testing::kNegativeCheck;
-using ::psflow::testing::kTestTimeout;
+using ::psflow::internal::testing::kNegativeCheck;
+using ::psflow::internal::testing::kTestTimeout;
 
 std::shared_ptr<Closure> closure(uint64_t id, RemoteStructure args = {}) {
   return std::make_shared<Closure>(id, "f", std::move(args));
@@ -117,4 +117,4 @@ TEST_F(ClosureQueueTest, FirstFailureCancelsEverythingQueuedAndIsReportedOnce) {
 }
 
 }  // namespace
-}  // namespace psflow
+}  // namespace psflow::internal

@@ -10,7 +10,7 @@
 #include "coordinator/remote_structure_walk.h"
 #include "psflow/status_macros.h"
 
-namespace psflow {
+namespace psflow::internal {
 
 Cluster::Cluster(std::vector<std::unique_ptr<WorkerConnection>> workers,
                  const ClusterCoordinatorOptions& options)
@@ -84,4 +84,4 @@ void Cluster::cancel_running() {
   for (auto& dispatcher : dispatchers_) dispatcher->cancel_running();
 }
 
-}  // namespace psflow
+}  // namespace psflow::internal

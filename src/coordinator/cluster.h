@@ -19,7 +19,7 @@
 #include "psflow/function_registry.h"
 #include "psflow/remote_value.h"
 
-namespace psflow {
+namespace psflow::internal {
 
 // Thread-safety: thread-safe.
 class Cluster {
@@ -53,6 +53,6 @@ class Cluster {
   std::unique_ptr<CoordinatorWatchdog> watchdog_;
 };
 
-}  // namespace psflow
+}  // namespace psflow::internal
 
 #endif  // PSFLOW_COORDINATOR_CLUSTER_H_

@@ -13,6 +13,12 @@
 
 namespace psflow {
 
+using internal::Cluster;
+using internal::InProcessWorker;
+using internal::make_grpc_worker_connection;
+using internal::resolve_remote_values;
+using internal::WorkerConnection;
+
 absl::StatusOr<std::unique_ptr<ClusterCoordinator>> ClusterCoordinator::create_in_process(
     int num_workers, ClusterCoordinatorOptions options) {
   if (num_workers < 1) {

@@ -12,13 +12,13 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
-using ::psflow::testing::Gate;
-using ::psflow::testing::kNegativeCheck;
-using ::psflow::testing::kTestTimeout;
-using ::psflow::testing::make_coordinator;
+using ::psflow::internal::testing::Gate;
+using ::psflow::internal::testing::kNegativeCheck;
+using ::psflow::internal::testing::kTestTimeout;
+using ::psflow::internal::testing::make_coordinator;
 using ::testing::HasSubstr;
 
 // The seed example (TF's RemoteValue docstring) with worker-local state in
@@ -311,4 +311,4 @@ TEST(ClusterCoordinatorCreateTest, RejectsNoWorkers) {
 }
 
 }  // namespace
-}  // namespace psflow
+}  // namespace psflow::internal

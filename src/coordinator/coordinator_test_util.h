@@ -10,7 +10,7 @@
 #include "gtest/gtest.h"
 #include "psflow/cluster_coordinator.h"
 
-namespace psflow::testing {
+namespace psflow::internal::testing {
 
 // Upper bound for waits that should succeed quickly: a failing test ends
 // instead of hanging.
@@ -67,7 +67,7 @@ inline std::unique_ptr<ClusterCoordinator> make_coordinator(int num_workers,
   return coordinator.ok() ? *std::move(coordinator) : nullptr;
 }
 
-}  // namespace psflow::testing
+}  // namespace psflow::internal::testing
 
 #define PSFLOW_TEST_CONCAT_INNER_(a, b) a##b
 #define PSFLOW_TEST_CONCAT_(a, b) PSFLOW_TEST_CONCAT_INNER_(a, b)

@@ -11,13 +11,13 @@
 #include "gtest/gtest.h"
 #include "psflow/cluster_coordinator.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
-using ::psflow::testing::Gate;
-using ::psflow::testing::kNegativeCheck;
-using ::psflow::testing::kTestTimeout;
-using ::psflow::testing::make_coordinator;
+using ::psflow::internal::testing::Gate;
+using ::psflow::internal::testing::kNegativeCheck;
+using ::psflow::internal::testing::kTestTimeout;
+using ::psflow::internal::testing::make_coordinator;
 using ::testing::HasSubstr;
 
 constexpr absl::string_view kCancelled =
@@ -221,4 +221,4 @@ INSTANTIATE_TEST_SUITE_P(QueueBounds, ErrorModelTest, ::testing::Values(0, 2),
                          });
 
 }  // namespace
-}  // namespace psflow
+}  // namespace psflow::internal

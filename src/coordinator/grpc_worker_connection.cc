@@ -13,7 +13,7 @@
 #include "rpc/channel.h"
 #include "tensor/codec.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
 // Thread-safety: thread-safe (the executor is). Each run's buffers belong
@@ -125,4 +125,4 @@ std::unique_ptr<WorkerConnection> make_grpc_worker_connection(const std::string&
   return std::make_unique<GrpcWorkerConnection>(target, worker_index, options);
 }
 
-}  // namespace psflow
+}  // namespace psflow::internal

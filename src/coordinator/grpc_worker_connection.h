@@ -15,7 +15,7 @@
 #include "absl/time/time.h"
 #include "coordinator/worker_connection.h"
 
-namespace psflow {
+namespace psflow::internal {
 
 // A connection to the worker task `task_name` at `target` ("host:port").
 // Calls fail fast: a worker that is down gives a retryable UNAVAILABLE
@@ -29,6 +29,6 @@ namespace psflow {
 [[nodiscard]] std::unique_ptr<WorkerConnection> make_grpc_worker_connection(
     const std::string& target, int worker_index, absl::Duration timeout = absl::Seconds(20));
 
-}  // namespace psflow
+}  // namespace psflow::internal
 
 #endif  // PSFLOW_COORDINATOR_GRPC_WORKER_CONNECTION_H_

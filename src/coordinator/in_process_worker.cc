@@ -7,7 +7,7 @@
 #include "base/logging.h"
 #include "worker/function_runner.h"
 
-namespace psflow {
+namespace psflow::internal {
 
 InProcessWorker::InProcessWorker(int worker_index, const FunctionRegistry& registry,
                                  int num_workers, VariableClientLookup variables)
@@ -56,7 +56,7 @@ void InProcessWorker::loop() {
       call.swap(next_);
     }
     WorkerContext ctx(worker_index_, call->request.closure_id, resources_, cancelled_, num_workers_,
-                      variables_ != nullptr ? &variables_ : nullptr);
+                      variables_ ? &variables_ : nullptr);
     ctx.set_update_session(call->request.session);
     RunResult result{
         absl::OkStatus(),
@@ -70,4 +70,4 @@ void InProcessWorker::loop() {
   }
 }
 
-}  // namespace psflow
+}  // namespace psflow::internal

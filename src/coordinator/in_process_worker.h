@@ -16,7 +16,7 @@
 #include "psflow/function_registry.h"
 #include "psflow/worker_context.h"
 
-namespace psflow {
+namespace psflow::internal {
 
 // Its transport never fails: every RunResult has an OK `transport`.
 // Thread-safety: thread-safe; one run at a time (a second run_async while
@@ -63,6 +63,6 @@ class InProcessWorker final : public WorkerConnection {
   std::thread thread_;  // Last: starts once everything above exists.
 };
 
-}  // namespace psflow
+}  // namespace psflow::internal
 
 #endif  // PSFLOW_COORDINATOR_IN_PROCESS_WORKER_H_

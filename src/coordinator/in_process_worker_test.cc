@@ -7,11 +7,11 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
-using ::psflow::testing::Gate;
-using ::psflow::testing::kTestTimeout;
+using ::psflow::internal::testing::Gate;
+using ::psflow::internal::testing::kTestTimeout;
 using ::testing::HasSubstr;
 
 Gate g_gate;
@@ -88,4 +88,4 @@ TEST(InProcessWorkerTest, ResourcesPersistAcrossRuns) {
 }
 
 }  // namespace
-}  // namespace psflow
+}  // namespace psflow::internal

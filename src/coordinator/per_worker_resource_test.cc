@@ -20,10 +20,10 @@
 #include "psflow/status_macros.h"
 #include "psflow/worker_context.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
-using ::psflow::testing::make_coordinator;
+using ::psflow::internal::testing::make_coordinator;
 using ::testing::HasSubstr;
 
 // What the test resource holds: who built it, with which args, and how
@@ -256,4 +256,4 @@ TEST_F(PerWorkerResourceTest, ConcurrentFirstUsesBuildOnce) {
 }
 
 }  // namespace
-}  // namespace psflow
+}  // namespace psflow::internal

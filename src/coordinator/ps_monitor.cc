@@ -9,7 +9,7 @@
 #include "psflow/status_macros.h"
 #include "rpc/channel.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
 // Between rounds of GetStatus calls to tasks that did not answer: a
@@ -84,4 +84,4 @@ absl::StatusOr<std::vector<uint64_t>> PsMonitor::await_incarnations(const absl::
   return seen;
 }
 
-}  // namespace psflow
+}  // namespace psflow::internal

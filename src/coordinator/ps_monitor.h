@@ -13,7 +13,7 @@
 #include "absl/time/time.h"
 #include "psflow/cluster_spec.h"
 
-namespace psflow {
+namespace psflow::internal {
 
 // The ps tasks of a cluster and the incarnation each had when last seen.
 // Thread-safety: use from one thread.
@@ -53,6 +53,6 @@ class PsMonitor {
   std::vector<Task> tasks_;
 };
 
-}  // namespace psflow
+}  // namespace psflow::internal
 
 #endif  // PSFLOW_COORDINATOR_PS_MONITOR_H_

@@ -14,6 +14,8 @@
 
 namespace psflow {
 
+using internal::PsMonitor;
+
 struct PsRecovery::State {
   State(CheckpointManager checkpoints, PsRecoveryOptions options, PsMonitor monitor)
       : checkpoints(std::move(checkpoints)), options(options), monitor(std::move(monitor)) {}

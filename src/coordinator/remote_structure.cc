@@ -7,6 +7,8 @@
 
 namespace psflow {
 
+using internal::for_each_remote_value;
+
 RemoteStructure RemoteStructure::tuple(Items items) {
   RemoteStructure s;
   s.value_ = std::make_shared<const Tuple>(Tuple{std::move(items)});

@@ -6,7 +6,7 @@
 #include "psflow/status_macros.h"
 #include "tensor/format.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
 // Returns false once `visit` asked to stop.
@@ -77,4 +77,4 @@ absl::StatusOr<Structure> resolve_remote_values(
   return Structure();
 }
 
-}  // namespace psflow
+}  // namespace psflow::internal

@@ -11,7 +11,7 @@
 #include "psflow/remote_value.h"
 #include "psflow/structure.h"
 
-namespace psflow {
+namespace psflow::internal {
 
 // Calls `visit(path, value)` for every RemoteValue leaf in nest order, where
 // path is `root` followed by Python-like subscripts ("args[1]['x']"), until
@@ -26,6 +26,6 @@ void for_each_remote_value(
     const RemoteStructure& s,
     absl::FunctionRef<absl::StatusOr<Structure>(const RemoteValue& value)> resolve);
 
-}  // namespace psflow
+}  // namespace psflow::internal
 
 #endif  // PSFLOW_COORDINATOR_REMOTE_STRUCTURE_WALK_H_

@@ -5,6 +5,9 @@
 #include "coordinator/remote_value_state.h"
 
 namespace psflow {
+
+using internal::av;
+
 namespace {
 
 absl::Status empty_remote_value_error() {

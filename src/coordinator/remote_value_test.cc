@@ -10,7 +10,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
 using ::testing::ElementsAre;
@@ -149,4 +149,4 @@ TEST(ClosureErrorsTest, InputErrorsKeepTheCodeAndFlattenChains) {
 }
 
 }  // namespace
-}  // namespace psflow
+}  // namespace psflow::internal

@@ -20,7 +20,7 @@
 #include "worker/function_runner.h"
 #include "worker/result_cache.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
 using ::testing::HasSubstr;
@@ -261,4 +261,4 @@ TEST_F(SameWorkerChainingOffTest, ValuesOnly) {
 }
 
 }  // namespace
-}  // namespace psflow
+}  // namespace psflow::internal

@@ -9,7 +9,7 @@
 #include "absl/time/clock.h"
 #include "base/logging.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
 // How often the thread checks: a tenth of the shorter bound, within
@@ -112,4 +112,4 @@ std::optional<std::string> CoordinatorWatchdog::check(absl::Time now) {
   return std::nullopt;
 }
 
-}  // namespace psflow
+}  // namespace psflow::internal

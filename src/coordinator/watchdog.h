@@ -25,7 +25,7 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 
-namespace psflow {
+namespace psflow::internal {
 
 // What the watchdog looks at, taken at each check.
 // Thread-safety: a value type.
@@ -82,6 +82,6 @@ class CoordinatorWatchdog {
 // with how long it has been lost and its last error.
 [[nodiscard]] std::string describe_waiting(const WatchdogSnapshot& s, absl::Time now);
 
-}  // namespace psflow
+}  // namespace psflow::internal
 
 #endif  // PSFLOW_COORDINATOR_WATCHDOG_H_

@@ -7,7 +7,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
 using ::testing::HasSubstr;
@@ -135,4 +135,4 @@ TEST(ClosureQueueAbortTest, QueuedClosuresGetTheErrorAndJoinReportsItOnce) {
 }
 
 }  // namespace
-}  // namespace psflow
+}  // namespace psflow::internal

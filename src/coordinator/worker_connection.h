@@ -14,7 +14,7 @@
 #include "psflow/structure.h"
 #include "worker/result_cache.h"
 
-namespace psflow {
+namespace psflow::internal {
 
 // One call of a registered function on a worker.
 struct RunRequest {
@@ -96,6 +96,6 @@ class WorkerConnection {
   virtual void cancel(uint64_t closure_id) = 0;
 };
 
-}  // namespace psflow
+}  // namespace psflow::internal
 
 #endif  // PSFLOW_COORDINATOR_WORKER_CONNECTION_H_

@@ -8,7 +8,7 @@
 #include "base/logging.h"
 #include "rpc/grpc_status.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
 constexpr absl::Duration kFirstProbeBackoff = absl::Milliseconds(100);
@@ -206,4 +206,4 @@ void WorkerDispatcher::await_recovery() {
   }
 }
 
-}  // namespace psflow
+}  // namespace psflow::internal

@@ -17,7 +17,7 @@
 #include "coordinator/closure_queue.h"
 #include "coordinator/worker_connection.h"
 
-namespace psflow {
+namespace psflow::internal {
 
 // Takes closures from the queue and runs them on its worker, keeping up to
 // `max_in_flight` runs outstanding (TF keeps one; more hides the network
@@ -105,6 +105,6 @@ class WorkerDispatcher {
   std::thread thread_;
 };
 
-}  // namespace psflow
+}  // namespace psflow::internal
 
 #endif  // PSFLOW_COORDINATOR_WORKER_DISPATCHER_H_

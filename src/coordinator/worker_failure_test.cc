@@ -16,11 +16,11 @@
 #include "gtest/gtest.h"
 #include "psflow/cluster_coordinator.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
-using ::psflow::testing::Gate;
-using ::psflow::testing::kTestTimeout;
+using ::psflow::internal::testing::Gate;
+using ::psflow::internal::testing::kTestTimeout;
 
 // Decides, per run, the transport error to fake (OK: run normally). May
 // block: it runs on the connection's own thread.
@@ -309,4 +309,4 @@ TEST_F(WorkerFailureTest, QueuedClosuresFailWhenEveryWorkerIsLostForTheBound) {
 }
 
 }  // namespace
-}  // namespace psflow
+}  // namespace psflow::internal

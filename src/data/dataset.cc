@@ -10,6 +10,9 @@
 #include "data/dataset_internal.h"
 
 namespace psflow {
+
+using internal::av;
+
 namespace internal {
 namespace {
 

@@ -17,7 +17,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
 using ::testing::ElementsAre;
@@ -525,4 +525,4 @@ TEST(DatasetPipelineTest, FashionMnistEpochOfShuffledBatches) {
 }
 
 }  // namespace
-}  // namespace psflow
+}  // namespace psflow::internal

@@ -10,7 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "psflow/status_macros.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
 struct GzCloser {
@@ -165,4 +165,4 @@ absl::StatusOr<FashionMnist> load_fashion_mnist(const std::string& directory) {
   return d;
 }
 
-}  // namespace psflow
+}  // namespace psflow::internal

@@ -8,7 +8,7 @@
 #include "absl/status/statusor.h"
 #include "psflow/tensor.h"
 
-namespace psflow {
+namespace psflow::internal {
 
 // Reads an IDX file (plain or .gz) into a tensor of its stored shape and
 // element type (uint8, int8 -> int32, int16 -> int32, int32, float32,
@@ -34,6 +34,6 @@ inline constexpr char kFashionMnistDir[] = "/usr/share/datasets/fashion-mnist";
 [[nodiscard]] absl::StatusOr<FashionMnist> load_fashion_mnist(
     const std::string& directory = kFashionMnistDir);
 
-}  // namespace psflow
+}  // namespace psflow::internal
 
 #endif  // PSFLOW_DATA_IDX_READER_H_

@@ -9,7 +9,7 @@
 
 #include "gtest/gtest.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
 class IdxReaderTest : public ::testing::Test {
@@ -113,4 +113,4 @@ TEST(FashionMnistTest, LoadsTheInstalledDataset) {
 }
 
 }  // namespace
-}  // namespace psflow
+}  // namespace psflow::internal

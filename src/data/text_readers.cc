@@ -18,7 +18,7 @@
 #include "base/strings.h"
 #include "psflow/status_macros.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
 struct GzCloser {
@@ -353,4 +353,4 @@ absl::StatusOr<Tensor> libsvm_to_dense(const LibsvmData& data, int64_t num_featu
   return dense;
 }
 
-}  // namespace psflow
+}  // namespace psflow::internal

@@ -12,7 +12,7 @@
 #include "absl/status/statusor.h"
 #include "psflow/tensor.h"
 
-namespace psflow {
+namespace psflow::internal {
 
 // Thread-safety: a plain value.
 struct CsvOptions {
@@ -76,6 +76,6 @@ struct LibsvmData {
 [[nodiscard]] absl::StatusOr<Tensor> libsvm_to_dense(const LibsvmData& data,
                                                      int64_t num_features = -1);
 
-}  // namespace psflow
+}  // namespace psflow::internal
 
 #endif  // PSFLOW_DATA_TEXT_READERS_H_

@@ -12,7 +12,7 @@
 #include "gtest/gtest.h"
 #include "psflow/dataset.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
 using ::testing::ElementsAre;
@@ -211,4 +211,4 @@ TEST_F(TextReadersTest, LibsvmBadTokensNameFileAndLine) {
 }
 
 }  // namespace
-}  // namespace psflow
+}  // namespace psflow::internal

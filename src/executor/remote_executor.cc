@@ -29,6 +29,13 @@
 #include "tensor/codec.h"
 
 namespace psflow {
+
+using internal::annotate_with_task;
+using internal::ChannelOptions;
+using internal::configure_context;
+using internal::create_channel;
+using internal::from_grpc_status;
+
 namespace internal {
 namespace {
 

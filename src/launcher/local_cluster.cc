@@ -28,6 +28,15 @@
 extern char** environ;
 
 namespace psflow {
+
+using internal::describe_wait_status;
+using internal::HealthCheck;
+using internal::is_loopback_host;
+using internal::PortReservation;
+using internal::ProcessSpawner;
+using internal::self_executable_path;
+using internal::SpawnRequest;
+
 namespace {
 
 // Upper bound on tasks per job, to catch typos such as --num-workers 2000.

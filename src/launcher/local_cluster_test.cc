@@ -16,7 +16,7 @@
 #include "gtest/gtest.h"
 #include "rpc/channel.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
 using ::testing::HasSubstr;
@@ -217,4 +217,4 @@ TEST(LocalClusterTest, RejectsBadOptions) {
 }
 
 }  // namespace
-}  // namespace psflow
+}  // namespace psflow::internal

@@ -13,7 +13,7 @@
 #include "base/strings.h"
 #include "rpc/address.h"
 
-namespace psflow {
+namespace psflow::internal {
 
 absl::StatusOr<PortReservation> PortReservation::reserve(std::string_view host) {
   const std::string text(host);
@@ -75,4 +75,4 @@ void PortReservation::release() {
   fd_ = -1;
 }
 
-}  // namespace psflow
+}  // namespace psflow::internal

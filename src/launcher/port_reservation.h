@@ -7,7 +7,7 @@
 
 #include "absl/status/statusor.h"
 
-namespace psflow {
+namespace psflow::internal {
 
 // A socket bound to host:<free port> with SO_REUSEPORT and never listened
 // on. While it is open, only sockets of the same user that also set
@@ -43,6 +43,6 @@ class PortReservation {
   int port_ = 0;
 };
 
-}  // namespace psflow
+}  // namespace psflow::internal
 
 #endif  // PSFLOW_LAUNCHER_PORT_RESERVATION_H_

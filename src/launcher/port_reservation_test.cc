@@ -8,7 +8,7 @@
 
 #include "gtest/gtest.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
 // Binds a fresh loopback socket to `port`; returns errno, or 0 on success.
@@ -56,4 +56,4 @@ TEST(PortReservationTest, RejectsHostNames) {
 }
 
 }  // namespace
-}  // namespace psflow
+}  // namespace psflow::internal

@@ -19,7 +19,7 @@
 #include "base/logging.h"
 #include "base/strings.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
 // Exit code of a child whose parent died before it could arm
@@ -304,4 +304,4 @@ void ProcessSpawner::run() {
   for (pid_t pid : alive) reap(pid, /*block=*/true);
 }
 
-}  // namespace psflow
+}  // namespace psflow::internal

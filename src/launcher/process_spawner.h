@@ -17,7 +17,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 
-namespace psflow {
+namespace psflow::internal {
 
 struct SpawnRequest {
   // Absolute path of the program.
@@ -97,6 +97,6 @@ class ProcessSpawner {
   std::thread thread_;
 };
 
-}  // namespace psflow
+}  // namespace psflow::internal
 
 #endif  // PSFLOW_LAUNCHER_PROCESS_SPAWNER_H_

@@ -15,7 +15,7 @@
 
 extern char** environ;
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
 using ::testing::HasSubstr;
@@ -150,4 +150,4 @@ TEST(ProcessSpawnerTest, DescribesExitCodes) {
 }
 
 }  // namespace
-}  // namespace psflow
+}  // namespace psflow::internal

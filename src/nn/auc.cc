@@ -11,6 +11,10 @@
 #include "psflow/nn.h"
 
 namespace psflow::nn {
+
+using ::psflow::internal::av;
+using ::psflow::internal::sv;
+
 namespace {
 
 constexpr absl::string_view kName = "auc";

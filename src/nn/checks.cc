@@ -4,6 +4,9 @@
 #include "base/strings.h"
 
 namespace psflow::nn::internal {
+
+using ::psflow::internal::av;
+
 namespace {
 
 std::string describe(const Tensor& t) {

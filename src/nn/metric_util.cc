@@ -8,6 +8,10 @@
 #include "base/strings.h"
 
 namespace psflow::nn::internal {
+
+using ::psflow::internal::av;
+using ::psflow::internal::sv;
+
 namespace {
 
 absl::Status state_error(absl::string_view metric, absl::string_view detail) {

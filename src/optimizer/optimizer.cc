@@ -14,7 +14,7 @@
 #include "optimizer/row_ids.h"
 #include "psflow/status_macros.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
 using Kind = OptimizerConfig::Kind;
@@ -425,4 +425,4 @@ absl::Status apply_sparse_gradient(const OptimizerConfig& config, double learnin
   return apply_sparse_gradient(g, var, slots);
 }
 
-}  // namespace psflow
+}  // namespace psflow::internal

@@ -13,7 +13,7 @@
 #include "psflow/optimizer_config.h"  // OptimizerConfig (public: psflow::Optimizer wraps it)
 #include "psflow/tensor.h"
 
-namespace psflow {
+namespace psflow::internal {
 
 // One hyper-parameter of OptimizerConfig (every member but `kind`) and its
 // names: the one list that each format of a config walks (the checkpoint
@@ -157,6 +157,6 @@ class PreparedSparseGradient {
                                                  OptimizerSlots& slots, const Tensor& ids,
                                                  const Tensor& rows);
 
-}  // namespace psflow
+}  // namespace psflow::internal
 
 #endif  // PSFLOW_OPTIMIZER_OPTIMIZER_H_

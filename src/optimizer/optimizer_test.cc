@@ -10,7 +10,7 @@
 
 #include "gtest/gtest.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
 using Kind = OptimizerConfig::Kind;
@@ -518,4 +518,4 @@ TEST(OptimizerTest, NamesRoundTripAndUnknownNamesAreRejected) {
 }
 
 }  // namespace
-}  // namespace psflow
+}  // namespace psflow::internal

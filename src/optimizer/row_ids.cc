@@ -3,7 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/strings.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
 // Widens and range-checks in one pass over one span (no per-element dtype
@@ -50,4 +50,4 @@ absl::StatusOr<std::vector<int64_t>> checked_row_ids(const Tensor& ids, int64_t 
   return out;
 }
 
-}  // namespace psflow
+}  // namespace psflow::internal

@@ -9,7 +9,7 @@
 #include "absl/status/statusor.h"
 #include "psflow/tensor.h"
 
-namespace psflow {
+namespace psflow::internal {
 
 // Validates row ids against a row count: 1-D int32/int64, each in range.
 // Returns them widened to int64.
@@ -17,6 +17,6 @@ namespace psflow {
                                                                    int64_t num_rows,
                                                                    std::string_view variable_name);
 
-}  // namespace psflow
+}  // namespace psflow::internal
 
 #endif  // PSFLOW_OPTIMIZER_ROW_IDS_H_

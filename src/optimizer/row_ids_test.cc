@@ -6,7 +6,7 @@
 
 #include "gtest/gtest.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
 TEST(RowIdsTest, WidensInt32AndKeepsInt64InOrder) {
@@ -51,4 +51,4 @@ TEST(RowIdsTest, RejectsOtherDtypesAndRanks) {
 }
 
 }  // namespace
-}  // namespace psflow
+}  // namespace psflow::internal

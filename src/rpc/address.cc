@@ -9,7 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/strings.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
 absl::Status bad_address(std::string_view address, std::string_view why) {
@@ -71,4 +71,4 @@ bool is_loopback_host(std::string_view host) {
   return false;
 }
 
-}  // namespace psflow
+}  // namespace psflow::internal

@@ -7,7 +7,7 @@
 
 #include "absl/status/statusor.h"
 
-namespace psflow {
+namespace psflow::internal {
 
 // A parsed task address. IPv6 hosts are kept without brackets.
 struct HostPort {
@@ -28,6 +28,6 @@ struct HostPort {
 // True for "localhost", 127.0.0.0/8 and ::1 (and the IPv4-mapped ::ffff:127.x).
 [[nodiscard]] bool is_loopback_host(std::string_view host);
 
-}  // namespace psflow
+}  // namespace psflow::internal
 
 #endif  // PSFLOW_RPC_ADDRESS_H_

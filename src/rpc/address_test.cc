@@ -2,7 +2,7 @@
 
 #include "gtest/gtest.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
 TEST(AddressTest, ParsesHostAndPort) {
@@ -38,4 +38,4 @@ TEST(AddressTest, RecognisesLoopbackHosts) {
 }
 
 }  // namespace
-}  // namespace psflow
+}  // namespace psflow::internal

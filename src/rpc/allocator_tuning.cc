@@ -4,7 +4,7 @@
 
 #include <mutex>
 
-namespace psflow {
+namespace psflow::internal {
 
 void tune_allocator_for_transfers() {
   static std::once_flag once;
@@ -16,4 +16,4 @@ void tune_allocator_for_transfers() {
   });
 }
 
-}  // namespace psflow
+}  // namespace psflow::internal

@@ -2,7 +2,7 @@
 #ifndef PSFLOW_RPC_ALLOCATOR_TUNING_H_
 #define PSFLOW_RPC_ALLOCATOR_TUNING_H_
 
-namespace psflow {
+namespace psflow::internal {
 
 // Tunes glibc's allocator, once per process, for message-sized buffers that
 // are allocated and freed on every call. gRPC reads every message into
@@ -18,6 +18,6 @@ namespace psflow {
 // role (ps and worker servers) and when a VariableService client is made.
 void tune_allocator_for_transfers();
 
-}  // namespace psflow
+}  // namespace psflow::internal
 
 #endif  // PSFLOW_RPC_ALLOCATOR_TUNING_H_

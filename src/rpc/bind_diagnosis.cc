@@ -11,7 +11,7 @@
 #include "base/strings.h"
 #include "rpc/address.h"
 
-namespace psflow {
+namespace psflow::internal {
 
 std::string diagnose_bind_failure(std::string_view bind_address, bool reuse_port) {
   absl::StatusOr<HostPort> parsed = parse_host_port(bind_address);
@@ -41,4 +41,4 @@ std::string diagnose_bind_failure(std::string_view bind_address, bool reuse_port
   return reason;
 }
 
-}  // namespace psflow
+}  // namespace psflow::internal

@@ -2,7 +2,7 @@
 
 #include <utility>
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
 // Framing runs shorter than this are copied into a fresh slice; longer ones
@@ -51,4 +51,4 @@ grpc::ByteBuffer ByteBufferWriter::finish() {
   return buffer;
 }
 
-}  // namespace psflow
+}  // namespace psflow::internal

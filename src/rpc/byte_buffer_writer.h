@@ -12,7 +12,7 @@
 
 #include "psflow/tensor.h"
 
-namespace psflow {
+namespace psflow::internal {
 
 // Accumulates a message as small bytes (protobuf framing, small payloads:
 // copied) and large payloads (a slice per payload that points into the
@@ -44,6 +44,6 @@ class ByteBufferWriter {
   size_t flushed_ = 0;
 };
 
-}  // namespace psflow
+}  // namespace psflow::internal
 
 #endif  // PSFLOW_RPC_BYTE_BUFFER_WRITER_H_

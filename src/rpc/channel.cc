@@ -15,7 +15,7 @@
 #include "rpc/grpc_status.h"
 #include "rpc/health_check.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
 int to_millis(absl::Duration d) { return static_cast<int>(absl::ToInt64Milliseconds(d)); }
@@ -80,4 +80,4 @@ absl::StatusOr<v1::GetStatusResponse> get_status(std::string_view target, std::s
   return get_status(create_channel(target), target, job, task_index, deadline);
 }
 
-}  // namespace psflow
+}  // namespace psflow::internal

@@ -14,7 +14,7 @@
 #include "absl/time/time.h"
 #include "psflow/v1/task.pb.h"
 
-namespace psflow {
+namespace psflow::internal {
 
 // Keepalive: a client pings an idle connection every kKeepaliveTime and
 // drops it when no ack arrives within kKeepaliveTimeout, so a task whose
@@ -76,6 +76,6 @@ void configure_context(grpc::ClientContext& context, absl::Time deadline,
                                                                std::string_view job, int task_index,
                                                                absl::Time deadline);
 
-}  // namespace psflow
+}  // namespace psflow::internal
 
 #endif  // PSFLOW_RPC_CHANNEL_H_

@@ -19,7 +19,7 @@
 #include "psflow/v1/task.grpc.pb.h"
 #include "rpc/health_check.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
 using ::testing::HasSubstr;
@@ -180,4 +180,4 @@ TEST(HealthCheckTest, AsyncCheckSucceedsAgainstAServer) {
 }
 
 }  // namespace
-}  // namespace psflow
+}  // namespace psflow::internal

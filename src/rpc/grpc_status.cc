@@ -7,7 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/strings.h"
 
-namespace psflow {
+namespace psflow::internal {
 
 absl::StatusCode from_grpc_code(grpc::StatusCode code) {
   switch (code) {
@@ -90,4 +90,4 @@ bool is_retryable(const absl::Status& status) {
   }
 }
 
-}  // namespace psflow
+}  // namespace psflow::internal

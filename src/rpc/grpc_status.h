@@ -9,7 +9,7 @@
 
 #include "absl/status/status.h"
 
-namespace psflow {
+namespace psflow::internal {
 
 // Code-for-code conversions (the two enums share numbering, but the mapping
 // is spelled out so that a future divergence fails to compile, not silently).
@@ -41,6 +41,6 @@ namespace psflow {
 // a retry does not change; the rest describe the request itself.
 [[nodiscard]] bool is_retryable(const absl::Status& status);
 
-}  // namespace psflow
+}  // namespace psflow::internal
 
 #endif  // PSFLOW_RPC_GRPC_STATUS_H_

@@ -5,7 +5,7 @@
 #include "absl/strings/cord.h"
 #include "gtest/gtest.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
 struct CodePair {
@@ -96,4 +96,4 @@ TEST(GrpcStatusTest, RetryableByCodeOnly) {
 }
 
 }  // namespace
-}  // namespace psflow
+}  // namespace psflow::internal

@@ -9,7 +9,7 @@
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "rpc/grpc_status.h"
 
-namespace psflow {
+namespace psflow::internal {
 
 using grpc::health::v1::HealthCheckResponse;
 
@@ -78,4 +78,4 @@ HealthCheck::~HealthCheck() {
   state_->mu.Await(absl::Condition(&state_->finished));
 }
 
-}  // namespace psflow
+}  // namespace psflow::internal

@@ -14,7 +14,7 @@
 #include "grpc/health/v1/health.pb.h"
 #include "rpc/channel.h"
 
-namespace psflow {
+namespace psflow::internal {
 
 // Turns the outcome of a Check call into the status wait_for_healthy
 // reports: OK only for SERVING; errors name the task and target.
@@ -52,6 +52,6 @@ class HealthCheck {
   std::unique_ptr<State> state_;
 };
 
-}  // namespace psflow
+}  // namespace psflow::internal
 
 #endif  // PSFLOW_RPC_HEALTH_CHECK_H_

@@ -6,7 +6,7 @@
 #include "absl/time/clock.h"
 #include "base/version.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
 uint64_t draw_incarnation() {
@@ -46,4 +46,4 @@ grpc::ServerUnaryReactor* TaskStatus::answer(grpc::CallbackServerContext* contex
   return reactor;
 }
 
-}  // namespace psflow
+}  // namespace psflow::internal

@@ -10,7 +10,7 @@
 #include "grpcpp/support/server_callback.h"
 #include "psflow/v1/task.pb.h"
 
-namespace psflow {
+namespace psflow::internal {
 
 // A random non-zero 64-bit value drawn once per process: a client seeing a
 // different incarnation for the same address knows the task restarted (and
@@ -38,6 +38,6 @@ class TaskStatus {
   int task_index_;
 };
 
-}  // namespace psflow
+}  // namespace psflow::internal
 
 #endif  // PSFLOW_RPC_TASK_STATUS_H_

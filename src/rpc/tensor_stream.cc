@@ -10,7 +10,7 @@
 static_assert(std::endian::native == std::endian::little,
               "tensor payloads are little-endian on the wire and sent as is");
 
-namespace psflow {
+namespace psflow::internal {
 
 using internal::WireType;
 using namespace internal::fields;  // NOLINT: the proto's field numbers
@@ -103,4 +103,4 @@ absl::StatusOr<Tensor> TensorProtoReader::finish() {
   return Tensor::from_buffer(dtype, std::move(fields_.shape), std::move(content_));
 }
 
-}  // namespace psflow
+}  // namespace psflow::internal

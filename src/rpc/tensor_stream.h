@@ -15,7 +15,7 @@
 #include "tensor/codec.h"
 #include "tensor/codec_internal.h"
 
-namespace psflow {
+namespace psflow::internal {
 
 // Writes the TensorProto body of a valid `tensor`, byte for byte what
 // encode_tensor writes (its length is encoded_size(tensor)); the payload
@@ -49,6 +49,6 @@ class TensorProtoReader {
   std::vector<std::string> strings_;
 };
 
-}  // namespace psflow
+}  // namespace psflow::internal
 
 #endif  // PSFLOW_RPC_TENSOR_STREAM_H_

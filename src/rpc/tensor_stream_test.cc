@@ -14,7 +14,7 @@
 #include "rpc/wire_stream.h"
 #include "tensor/codec.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
 using ::testing::HasSubstr;
@@ -177,4 +177,4 @@ TEST(ByteBufferWriterTest, CopiesSmallPayloadsAndSharesLargeOnes) {
 }
 
 }  // namespace
-}  // namespace psflow
+}  // namespace psflow::internal

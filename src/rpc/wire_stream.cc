@@ -8,7 +8,7 @@
 #include "base/strings.h"
 #include "psflow/status_macros.h"
 
-namespace psflow {
+namespace psflow::internal {
 
 using internal::WireType;
 
@@ -143,4 +143,4 @@ void WireStream::leave(google::protobuf::io::CodedInputStream::Limit limit) {
   in_->PopLimit(limit);
 }
 
-}  // namespace psflow
+}  // namespace psflow::internal

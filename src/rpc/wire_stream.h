@@ -13,7 +13,7 @@
 #include "psflow/status_macros.h"
 #include "tensor/wire.h"
 
-namespace psflow {
+namespace psflow::internal {
 
 // Reads the fields of one message in order. Varint and fixed-width values
 // are read with the tag; a length-delimited field's payload stays in the
@@ -98,6 +98,6 @@ class WireStream {
   const std::string_view message_;
 };
 
-}  // namespace psflow
+}  // namespace psflow::internal
 
 #endif  // PSFLOW_RPC_WIRE_STREAM_H_

@@ -16,7 +16,7 @@
 #include "rpc/channel.h"
 #include "rpc/task_status.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
 using ::testing::HasSubstr;
@@ -250,4 +250,4 @@ TEST(ServerTest, RejectsResultCacheBoundsOutOfRange) {
 }
 
 }  // namespace
-}  // namespace psflow
+}  // namespace psflow::internal

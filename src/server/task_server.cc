@@ -25,9 +25,28 @@
 #include "rpc/bind_diagnosis.h"
 #include "rpc/channel.h"
 #include "rpc/task_status.h"
+#include "strategy/client_lookup.h"
 #include "worker/executor_service.h"
 
 namespace psflow {
+
+using internal::diagnose_bind_failure;
+using internal::ExecutorServiceImpl;
+using internal::ExecutorServiceOptions;
+using internal::HostPort;
+using internal::is_loopback_host;
+using internal::join_host_port;
+using internal::kMinPingInterval;
+using internal::make_ps_client;
+using internal::parse_host_port;
+using internal::ps_client_lookup;
+using internal::TaskStatus;
+using internal::tune_allocator_for_transfers;
+using internal::VariableClient;
+using internal::VariableServiceImpl;
+using internal::VariableServiceOptions;
+using internal::VariableStore;
+
 namespace {
 
 // Where to listen when ServerOptions::bind_address is empty: the task's own

@@ -9,6 +9,8 @@
 
 namespace psflow {
 
+using internal::av;
+
 struct DistributedNest::Node {
   Structure::Kind kind = Structure::Kind::kTuple;  // kTuple, kList or kDict.
   std::vector<DistributedNest> items;

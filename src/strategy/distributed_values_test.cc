@@ -15,11 +15,11 @@
 #include "psflow/replica_group.h"
 #include "strategy/replica_test_util.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
-using ::psflow::testing::printed;
-using ::psflow::testing::test_group;
+using ::psflow::internal::testing::printed;
+using ::psflow::internal::testing::test_group;
 using ::testing::HasSubstr;
 
 using Args = std::vector<Structure>;
@@ -268,4 +268,4 @@ TEST(DistributedNestTest, PlainValuesPassUnchanged) {
 }
 
 }  // namespace
-}  // namespace psflow
+}  // namespace psflow::internal

@@ -16,6 +16,12 @@
 #include "strategy/variable_state.h"
 
 namespace psflow {
+
+using internal::av;
+using internal::optimizer_name;
+using internal::validate_optimizer;
+using internal::VariableOpArgs;
+
 namespace internal {
 
 // Thread-safety: immutable except `*known_step`, which is atomic.

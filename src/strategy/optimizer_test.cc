@@ -9,11 +9,11 @@
 #include "psflow/strategy.h"
 #include "strategy/strategy_test_util.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
-using ::psflow::testing::LocalPsCluster;
-using ::psflow::testing::value_or_fail;
+using ::psflow::internal::testing::LocalPsCluster;
+using ::psflow::internal::testing::value_or_fail;
 using ::testing::HasSubstr;
 
 OptimizerConfig sgd() { return OptimizerConfig{}; }
@@ -202,4 +202,4 @@ TEST(StrategyOptimizerTest, CreationChecks) {
 }
 
 }  // namespace
-}  // namespace psflow
+}  // namespace psflow::internal

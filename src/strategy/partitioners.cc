@@ -8,6 +8,9 @@
 #include "psflow/status_macros.h"
 
 namespace psflow {
+
+using internal::av;
+
 namespace {
 
 // Partition list of TF's contract: `parts` on axis 0, 1 elsewhere.

@@ -6,7 +6,7 @@
 
 #include "gtest/gtest.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
 std::vector<int64_t> run(const absl::StatusOr<Partitioner>& p, const Shape& shape,
@@ -87,4 +87,4 @@ TEST(PartitionersTest, DivSplit) {
 }
 
 }  // namespace
-}  // namespace psflow
+}  // namespace psflow::internal

@@ -5,11 +5,11 @@
 #include "psflow/variable.h"
 #include "strategy/strategy_test_util.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
-using ::psflow::testing::LocalPsCluster;
-using ::psflow::testing::value_or_fail;
+using ::psflow::internal::testing::LocalPsCluster;
+using ::psflow::internal::testing::value_or_fail;
 
 TEST(ReadValuesTest, OneRequestPerPsForManyVariables) {
   LocalPsCluster cluster(3, value_or_fail(fixed_shards_partitioner(3)));
@@ -49,4 +49,4 @@ TEST(ReadValuesTest, FailsWithTheTaskError) {
 }
 
 }  // namespace
-}  // namespace psflow
+}  // namespace psflow::internal

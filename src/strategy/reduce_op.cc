@@ -8,6 +8,8 @@
 
 namespace psflow {
 
+using internal::av;
+
 std::string_view reduce_op_name(ReduceOp op) { return op == ReduceOp::kSum ? "SUM" : "MEAN"; }
 
 absl::StatusOr<ReduceOp> reduce_op_from_string(std::string_view name) {

@@ -12,6 +12,8 @@
 
 namespace psflow {
 
+using internal::av;
+
 absl::StatusOr<int64_t> InputContext::get_per_replica_batch_size(int64_t global_batch_size) const {
   if (num_replicas_ <= 0 || global_batch_size % num_replicas_ != 0) {
     return absl::InvalidArgumentError(absl::StrCat("The `global_batch_size` ", global_batch_size,

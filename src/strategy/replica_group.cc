@@ -17,6 +17,9 @@
 #include "strategy/thread_scopes.h"
 
 namespace psflow {
+
+using internal::av;
+
 namespace {
 
 absl::Status prefixed(const absl::Status& status, std::string_view prefix) {

@@ -15,11 +15,11 @@
 #include "strategy/replica_test_util.h"
 #include "strategy/strategy_test_util.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
-using ::psflow::testing::printed;
-using ::psflow::testing::test_group;
+using ::psflow::internal::testing::printed;
+using ::psflow::internal::testing::test_group;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
@@ -496,4 +496,4 @@ TEST(ReplicaRunTest, CreateValidatesOptions) {
 INSTANTIATE_TEST_SUITE_P(Replicas, ReplicaGroupRunTest, ::testing::Values(2, 4));
 
 }  // namespace
-}  // namespace psflow
+}  // namespace psflow::internal

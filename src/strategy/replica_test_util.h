@@ -11,7 +11,7 @@
 #include "gtest/gtest.h"
 #include "psflow/replica_group.h"
 
-namespace psflow::testing {
+namespace psflow::internal::testing {
 
 // Every collective wait is bounded, so that a deadlock fails the test with
 // DEADLINE_EXCEEDED instead of hanging it.
@@ -31,7 +31,7 @@ inline std::string printed(const absl::StatusOr<PerReplica>& s) {
   return s.ok() ? s->debug_string() : s.status().ToString();
 }
 
-}  // namespace psflow::testing
+}  // namespace psflow::internal::testing
 
 // `PSFLOW_DV_ASSIGN(auto x, StatusOrExpr());` asserts OK, then assigns.
 #define PSFLOW_DV_ASSIGN(lhs, expr) \

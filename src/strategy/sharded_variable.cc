@@ -12,6 +12,10 @@
 #include "strategy/variable_state.h"
 
 namespace psflow {
+
+using internal::av;
+using internal::VariableOpArgs;
+
 namespace {
 
 using internal::ShardedState;

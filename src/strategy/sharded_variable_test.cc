@@ -8,11 +8,11 @@
 #include "psflow/variable.h"
 #include "strategy/strategy_test_util.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
-using ::psflow::testing::LocalPsCluster;
-using ::psflow::testing::value_or_fail;
+using ::psflow::internal::testing::LocalPsCluster;
+using ::psflow::internal::testing::value_or_fail;
 using ::testing::HasSubstr;
 
 Partitioner fixed(int n) { return value_or_fail(fixed_shards_partitioner(n)); }
@@ -241,4 +241,4 @@ TEST(ShardedVariableTest, StringVariablesShardToo) {
 }
 
 }  // namespace
-}  // namespace psflow
+}  // namespace psflow::internal

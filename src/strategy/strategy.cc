@@ -8,12 +8,18 @@
 #include "ps/client/retrying_variable_client.h"
 #include "ps/client/variable_client.h"
 #include "psflow/status_macros.h"
+#include "strategy/client_lookup.h"
 #include "strategy/local_variables.h"
 #include "strategy/name_registry.h"
+#include "strategy/strategy_internal.h"
 #include "strategy/thread_scopes.h"
 #include "strategy/variable_creation.h"
 
 namespace psflow {
+
+using internal::make_ps_client;
+using internal::VariableClient;
+
 namespace {
 
 constexpr std::string_view kDefaultName = "Variable";
@@ -84,13 +90,19 @@ absl::StatusOr<ShardedVariable> create_in_current_scope(const Tensor* value,
 absl::StatusOr<std::unique_ptr<ParameterServerStrategy>> ParameterServerStrategy::create(
     const ClusterResolver& cluster_resolver, Partitioner variable_partitioner,
     ParameterServerStrategyOptions options) {
+  return internal::create_strategy(cluster_resolver, std::move(variable_partitioner), options,
+                                   nullptr);
+}
+
+absl::StatusOr<std::unique_ptr<ParameterServerStrategy>> internal::StrategyAccess::create(
+    const ClusterResolver& cluster_resolver, Partitioner variable_partitioner,
+    ParameterServerStrategyOptions options, VariableClientFactory factory) {
   PSFLOW_ASSIGN_OR_RETURN(ClusterSpec spec, cluster_resolver.cluster_spec());
   PSFLOW_ASSIGN_OR_RETURN(std::optional<std::string> task_type, cluster_resolver.task_type());
   PSFLOW_ASSIGN_OR_RETURN(std::optional<int> task_id, cluster_resolver.task_id());
   PSFLOW_RETURN_IF_ERROR(validate_parameter_server_cluster(spec, task_type, task_id));
   PSFLOW_RETURN_IF_ERROR(check_dense_ps(spec));
-  VariableClientFactory factory = options.client_factory ? std::move(options.client_factory)
-                                                         : VariableClientFactory(grpc_client);
+  if (!factory) factory = grpc_client;
   std::vector<std::shared_ptr<VariableClient>> clients;
   for (int i = 0; i < spec.num_tasks(kPsJob); ++i) {
     absl::StatusOr<std::shared_ptr<VariableClient>> client = factory(spec, i);
@@ -101,7 +113,7 @@ absl::StatusOr<std::unique_ptr<ParameterServerStrategy>> ParameterServerStrategy
     }
     if (*client == nullptr) {
       return absl::InvalidArgumentError(
-          absl::StrCat("client_factory returned no client for ", task_name(kPsJob, i)));
+          absl::StrCat("the client factory returned no client for ", task_name(kPsJob, i)));
     }
     clients.push_back(*std::move(client));
   }
@@ -178,13 +190,14 @@ absl::StatusOr<ShardedVariable> ParameterServerStrategy::create_impl(const Tenso
 }
 
 VariableClientLookup ParameterServerStrategy::client_lookup() const {
-  return [ps = ps_client_lookup(ps_clients_)](
-             std::string_view job, int task) -> absl::StatusOr<std::shared_ptr<VariableClient>> {
-    if (job == internal::kLocalJob && task == internal::kLocalTask) {
-      return internal::local_variable_client();
-    }
-    return ps(job, task);
-  };
+  return internal::make_client_lookup(
+      [ps = internal::ps_client_lookup(ps_clients_)](
+          std::string_view job, int task) -> absl::StatusOr<std::shared_ptr<VariableClient>> {
+        if (job == internal::kLocalJob && task == internal::kLocalTask) {
+          return internal::local_variable_client();
+        }
+        return internal::find_client(ps, job, task);
+      });
 }
 
 absl::StatusOr<ShardedVariable> create_variable(Tensor initial_value, VariableOptions options) {

@@ -7,14 +7,16 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "psflow/partitioners.h"
+#include "strategy/client_lookup.h"
+#include "strategy/strategy_internal.h"
 #include "strategy/strategy_test_util.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
-using ::psflow::testing::LocalPsCluster;
-using ::psflow::testing::test_cluster_spec;
-using ::psflow::testing::value_or_fail;
+using ::psflow::internal::testing::LocalPsCluster;
+using ::psflow::internal::testing::test_cluster_spec;
+using ::psflow::internal::testing::value_or_fail;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
@@ -60,15 +62,14 @@ TEST(StrategyTest, ValidatesTheClusterWithTfMessages) {
 }
 
 TEST(StrategyTest, FactoryErrorsNameTheTask) {
-  ParameterServerStrategyOptions options;
-  options.client_factory = [](const ClusterSpec&,
-                              int task) -> absl::StatusOr<std::shared_ptr<VariableClient>> {
+  auto factory = [](const ClusterSpec&,
+                    int task) -> absl::StatusOr<std::shared_ptr<VariableClient>> {
     if (task == 1) return absl::UnavailableError("refused");
     return std::shared_ptr<VariableClient>(
         make_local_variable_client(std::make_shared<VariableStore>(), "ps"));
   };
-  auto s = ParameterServerStrategy::create(SimpleClusterResolver(test_cluster_spec(2), "chief", 0),
-                                           nullptr, std::move(options));
+  auto s = create_strategy(SimpleClusterResolver(test_cluster_spec(2), "chief", 0), nullptr, {},
+                           factory);
   ASSERT_EQ(s.status().code(), absl::StatusCode::kUnavailable);
   EXPECT_THAT(s.status().message(), HasSubstr("/job:ps/replica:0/task:1: refused"));
 }
@@ -376,4 +377,4 @@ TEST(StrategyTest, ConcurrentCreationPlacesEveryVariableOnce) {
 }
 
 }  // namespace
-}  // namespace psflow
+}  // namespace psflow::internal

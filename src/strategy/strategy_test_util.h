@@ -17,8 +17,9 @@
 #include "ps/server/variable_store.h"
 #include "psflow/cluster_resolver.h"
 #include "psflow/strategy.h"
+#include "strategy/strategy_internal.h"
 
-namespace psflow::testing {
+namespace psflow::internal::testing {
 
 // Forwards to another client and counts requests and ops.
 // Thread-safety: as the wrapped client; counters are atomic.
@@ -69,14 +70,12 @@ struct LocalPsCluster {
       clients.push_back(std::make_shared<CountingVariableClient>(
           make_local_variable_client(stores.back(), task_name("ps", i))));
     }
-    ParameterServerStrategyOptions options;
-    options.client_factory = [this](const ClusterSpec&,
-                                    int task) -> absl::StatusOr<std::shared_ptr<VariableClient>> {
+    auto factory = [this](const ClusterSpec&,
+                          int task) -> absl::StatusOr<std::shared_ptr<VariableClient>> {
       return std::shared_ptr<VariableClient>(clients[static_cast<size_t>(task)]);
     };
-    auto s = ParameterServerStrategy::create(
-        SimpleClusterResolver(test_cluster_spec(num_ps), "chief", 0), std::move(partitioner),
-        std::move(options));
+    auto s = internal::create_strategy(SimpleClusterResolver(test_cluster_spec(num_ps), "chief", 0),
+                                       std::move(partitioner), {}, factory);
     EXPECT_TRUE(s.ok()) << s.status();
     if (s.ok()) strategy = *std::move(s);
   }
@@ -122,6 +121,6 @@ inline std::vector<std::pair<std::string, ScatterMethod>> scatter_methods() {
           {"scatter_update", &ShardedVariable::scatter_update}};
 }
 
-}  // namespace psflow::testing
+}  // namespace psflow::internal::testing
 
 #endif  // PSFLOW_STRATEGY_STRATEGY_TEST_UTIL_H_

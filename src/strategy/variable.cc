@@ -5,11 +5,16 @@
 #include "base/strings.h"
 #include "psflow/cluster_spec.h"
 #include "psflow/status_macros.h"
+#include "strategy/client_lookup.h"
 #include "strategy/request_batch.h"
 #include "strategy/rows.h"
 #include "strategy/variable_state.h"
 
 namespace psflow {
+
+using internal::av;
+using internal::VariableOpArgs;
+
 namespace internal {
 
 std::string device_string(std::string_view job, int task) {
@@ -83,7 +88,7 @@ absl::StatusOr<Variable> Variable::from_handle(const VariablePartHandle& part, D
     return absl::InvalidArgumentError(
         absl::StrCat("no client lookup given to rebuild variable '", part.name, "'"));
   }
-  auto client = lookup(part.job, part.task);
+  auto client = internal::find_client(lookup, part.job, part.task);
   if (!client.ok()) {
     return absl::Status(client.status().code(),
                         absl::StrCat("variable '", part.name, "': ", client.status().message()));

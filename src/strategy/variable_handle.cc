@@ -10,6 +10,9 @@
 #include "psflow/status_macros.h"
 
 namespace psflow {
+
+using internal::av;
+
 namespace {
 
 constexpr char kMarker[] = "psflow_variable";
@@ -178,25 +181,6 @@ absl::StatusOr<VariableHandle> VariableHandle::from_structure(const Structure& s
   }
   PSFLOW_RETURN_IF_ERROR(h.validate());
   return h;
-}
-
-VariableClientLookup ps_client_lookup(std::vector<std::shared_ptr<VariableClient>> ps_clients) {
-  return [clients = std::move(ps_clients)](
-             std::string_view job, int task) -> absl::StatusOr<std::shared_ptr<VariableClient>> {
-    if (job == kPsJob && task >= 0 && task < static_cast<int>(clients.size()) &&
-        clients[static_cast<size_t>(task)] != nullptr) {
-      return clients[static_cast<size_t>(task)];
-    }
-    if (job == kPsJob) {
-      return absl::NotFoundError(absl::StrCat("no client for ", task_name(job, task),
-                                              "; this process knows ", clients.size(),
-                                              " ps task(s)"));
-    }
-    return absl::NotFoundError(absl::StrCat(
-        "the variable lives on ", task_name(job, task),
-        ", which other processes cannot reach; create it inside strategy.scope() so that it is "
-        "placed on a ps task"));
-  };
 }
 
 }  // namespace psflow

@@ -5,14 +5,15 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "psflow/strategy.h"
+#include "strategy/client_lookup.h"
 #include "strategy/strategy_test_util.h"
 #include "tensor/codec.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
-using ::psflow::testing::LocalPsCluster;
-using ::psflow::testing::value_or_fail;
+using ::psflow::internal::testing::LocalPsCluster;
+using ::psflow::internal::testing::value_or_fail;
 using ::testing::HasSubstr;
 
 VariableHandle sharded_handle() {
@@ -103,4 +104,4 @@ TEST(VariableHandleTest, HandlesOfCreatedVariables) {
 }
 
 }  // namespace
-}  // namespace psflow
+}  // namespace psflow::internal

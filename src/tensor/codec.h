@@ -28,7 +28,7 @@
 #include "psflow/tensor.h"
 #include "psflow/v1/tensor.pb.h"
 
-namespace psflow {
+namespace psflow::internal {
 
 // Bounds on what decoding accepts.
 struct CodecLimits {
@@ -74,6 +74,6 @@ void tensor_to_proto(const Tensor& tensor, v1::TensorProto* proto);
                                                              const CodecLimits& limits = {});
 void structure_to_proto(const Structure& structure, v1::StructureProto* proto);
 
-}  // namespace psflow
+}  // namespace psflow::internal
 
 #endif  // PSFLOW_TENSOR_CODEC_H_

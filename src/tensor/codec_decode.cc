@@ -18,7 +18,7 @@
 static_assert(std::endian::native == std::endian::little,
               "the psflow codec assumes a little-endian host");
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
 using internal::DecodePath;
@@ -291,4 +291,4 @@ absl::StatusOr<Structure> decode_structure(std::string_view bytes, const CodecLi
   return StructureDecoder(limits).decode_root(bytes);
 }
 
-}  // namespace psflow
+}  // namespace psflow::internal

@@ -11,7 +11,7 @@
 static_assert(std::endian::native == std::endian::little,
               "the psflow codec assumes a little-endian host");
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
 using internal::put_fixed64;
@@ -223,4 +223,4 @@ std::string encode_structure(const Structure& structure) {
   return out;
 }
 
-}  // namespace psflow
+}  // namespace psflow::internal

@@ -13,7 +13,7 @@
 #include "gtest/gtest.h"
 #include "psflow/v1/tensor.pb.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
 using ::testing::HasSubstr;
@@ -654,4 +654,4 @@ TEST(CodecFuzzTest, RandomMultiByteMutations) {
 }
 
 }  // namespace
-}  // namespace psflow
+}  // namespace psflow::internal

@@ -8,6 +8,9 @@
 #include "base/strings.h"
 
 namespace psflow {
+
+using internal::av;
+
 namespace {
 
 struct DTypeInfo {

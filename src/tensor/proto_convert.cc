@@ -12,7 +12,7 @@
 #include "tensor/format.h"
 #include "tensor/tensor_internal.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
 using internal::DecodePath;
@@ -181,4 +181,4 @@ void structure_to_proto(const Structure& structure, v1::StructureProto* proto) {
   }
 }
 
-}  // namespace psflow
+}  // namespace psflow::internal

@@ -12,6 +12,10 @@
 #include "tensor/format.h"
 
 namespace psflow {
+
+using internal::av;
+using internal::sv;
+
 namespace {
 
 void flatten_into(const Structure& s, std::vector<Structure>* out) {

@@ -9,7 +9,7 @@
 #include "gtest/gtest.h"
 #include "tensor/format.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
 using ::testing::HasSubstr;
@@ -184,4 +184,4 @@ TEST(StructureTest, AllCloseNamesThePath) {
 }
 
 }  // namespace
-}  // namespace psflow
+}  // namespace psflow::internal

@@ -14,6 +14,9 @@
 #include "tensor/tensor_internal.h"
 
 namespace psflow {
+
+using internal::av;
+
 namespace {
 
 // Product of the dimensions with zeros counted as one; error on a negative

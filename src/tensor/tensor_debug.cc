@@ -11,6 +11,9 @@
 #include "tensor/format.h"
 
 namespace psflow {
+
+using internal::av;
+
 namespace {
 
 // numpy's summarisation: the first and last kEdgeItems of long dimensions.

@@ -14,7 +14,7 @@
 #include "gtest/gtest.h"
 #include "psflow/dtype.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
 using ::testing::HasSubstr;
@@ -495,4 +495,4 @@ TEST(TensorTest, AllCloseNamesFirstDifference) {
 }
 
 }  // namespace
-}  // namespace psflow
+}  // namespace psflow::internal

@@ -16,7 +16,7 @@
 #include "psflow/status_macros.h"
 #include "psflow/variable.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
 absl::StatusOr<ShardedVariable> variable_arg(WorkerContext& ctx, const Structure& args,
@@ -260,4 +260,4 @@ PSFLOW_REGISTER_FUNCTION("testing/run_until_cancelled",
                          });
 
 }  // namespace
-}  // namespace psflow
+}  // namespace psflow::internal

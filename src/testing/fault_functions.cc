@@ -14,7 +14,7 @@
 #include "psflow/status_macros.h"
 #include "psflow/variable.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
 // The environment variable that lets fault-injecting functions act.
@@ -74,4 +74,4 @@ PSFLOW_REGISTER_FUNCTION("testing/worker_recoveries",
                          });
 
 }  // namespace
-}  // namespace psflow
+}  // namespace psflow::internal

@@ -9,7 +9,7 @@
 #include "psflow/replica_group.h"
 #include "psflow/status_macros.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
 // args: (replicas R, values float32 [N]); replica r sums the elements i
@@ -55,4 +55,4 @@ absl::StatusOr<Structure> replicated_sum(WorkerContext&, const Structure& args) 
 PSFLOW_REGISTER_FUNCTION("examples/replicated_sum", &replicated_sum);
 
 }  // namespace
-}  // namespace psflow
+}  // namespace psflow::internal

@@ -10,7 +10,7 @@
 #include "psflow/strategy.h"
 #include "train/train_step.h"
 
-namespace psflow {
+namespace psflow::internal {
 
 absl::StatusOr<MlpSpec> classifier_spec(const std::string& model) {
   MlpSpec spec;
@@ -122,4 +122,4 @@ absl::StatusOr<ModelMetrics> ClassifierModel::evaluate(const std::vector<Tensor>
   return evaluate_classifier(spec_, params, data_->test_images, data_->test_labels);
 }
 
-}  // namespace psflow
+}  // namespace psflow::internal

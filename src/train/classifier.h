@@ -17,7 +17,7 @@
 #include "train/mlp.h"
 #include "train/model.h"
 
-namespace psflow {
+namespace psflow::internal {
 
 // The classifier a --model name denotes (input_dim is Fashion-MNIST's).
 [[nodiscard]] absl::StatusOr<MlpSpec> classifier_spec(const std::string& model);
@@ -74,6 +74,6 @@ class ClassifierModel final : public Model, public MirroredModel {
   std::optional<FashionMnist> data_;  // set by load()
 };
 
-}  // namespace psflow
+}  // namespace psflow::internal
 
 #endif  // PSFLOW_TRAIN_CLASSIFIER_H_

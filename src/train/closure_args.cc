@@ -4,7 +4,7 @@
 #include "base/strings.h"
 #include "psflow/status_macros.h"
 
-namespace psflow {
+namespace psflow::internal {
 
 absl::Status ClosureArgs::malformed(std::string_view problem) const {
   return absl::InvalidArgumentError(absl::StrCat("malformed ", av(context), ": ", av(problem)));
@@ -57,4 +57,4 @@ absl::StatusOr<std::vector<int64_t>> ClosureArgs::int_list(const Structure& s, s
   return out;
 }
 
-}  // namespace psflow
+}  // namespace psflow::internal

@@ -11,7 +11,7 @@
 #include "absl/status/statusor.h"
 #include "psflow/structure.h"
 
-namespace psflow {
+namespace psflow::internal {
 
 // Errors are INVALID_ARGUMENT "malformed <context>: <problem>".
 // Thread-safety: a value type.
@@ -34,6 +34,6 @@ struct ClosureArgs {
                                                               int64_t lo, int64_t hi) const;
 };
 
-}  // namespace psflow
+}  // namespace psflow::internal
 
 #endif  // PSFLOW_TRAIN_CLOSURE_ARGS_H_

@@ -7,7 +7,7 @@
 #include "absl/time/clock.h"
 #include "psflow/status_macros.h"
 
-namespace psflow {
+namespace psflow::internal {
 
 absl::Status run_epoch_closures(ClusterCoordinator& coordinator, std::string_view function,
                                 const RemoteStructure& args, int64_t closures,
@@ -47,4 +47,4 @@ absl::StatusOr<EpochRun> run_training_epoch(ClusterCoordinator& coordinator,
   return EpochRun{std::move(totals), steps, absl::ToDoubleSeconds(absl::Now() - start)};
 }
 
-}  // namespace psflow
+}  // namespace psflow::internal

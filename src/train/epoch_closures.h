@@ -15,7 +15,7 @@
 #include "train/train_options.h"
 #include "train/training_session.h"
 
-namespace psflow {
+namespace psflow::internal {
 
 // Schedules `closures` closures of `function` and adds their results to
 // `totals`. A failed closure stops the adding; join() then reports the
@@ -37,6 +37,6 @@ namespace psflow {
     int64_t closures, const TrainOptions& options, int epoch, std::unique_ptr<EpochTotals> totals,
     int64_t* completed_steps);
 
-}  // namespace psflow
+}  // namespace psflow::internal
 
 #endif  // PSFLOW_TRAIN_EPOCH_CLOSURES_H_

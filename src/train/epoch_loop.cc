@@ -11,7 +11,7 @@
 #include "absl/time/clock.h"
 #include "psflow/status_macros.h"
 
-namespace psflow {
+namespace psflow::internal {
 
 absl::Status validate_ps_recovery_options(const TrainOptions& o) {
   if (o.ps_recovery && o.run_dir.empty()) {
@@ -108,4 +108,4 @@ absl::Status EpochLoop::run(const EpochHooks& hooks) {
   return absl::OkStatus();
 }
 
-}  // namespace psflow
+}  // namespace psflow::internal

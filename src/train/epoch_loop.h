@@ -22,7 +22,7 @@
 #include "psflow/variable.h"
 #include "train/train_options.h"
 
-namespace psflow {
+namespace psflow::internal {
 
 // INVALID_ARGUMENT naming the flag: ps_recovery without run_dir, a
 // recovery timeout outside (0, 86400] s, negative max_ps_recoveries.
@@ -85,6 +85,6 @@ class EpochLoop {
   std::optional<PsRecovery> ps_recovery_;
 };
 
-}  // namespace psflow
+}  // namespace psflow::internal
 
 #endif  // PSFLOW_TRAIN_EPOCH_LOOP_H_

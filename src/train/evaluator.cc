@@ -21,7 +21,7 @@
 #include "train/mlp.h"
 #include "train/run_files.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
 namespace fs = std::filesystem;
@@ -168,4 +168,4 @@ absl::StatusOr<int> run_evaluator(const EvaluatorOptions& options) {
   }
 }
 
-}  // namespace psflow
+}  // namespace psflow::internal

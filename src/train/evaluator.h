@@ -11,7 +11,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 
-namespace psflow {
+namespace psflow::internal {
 
 // Thread-safety: a value type.
 struct EvaluatorOptions {
@@ -35,6 +35,6 @@ struct EvaluatorOptions {
 // skipped with a warning; a corrupt one is an error naming the file.
 [[nodiscard]] absl::StatusOr<int> run_evaluator(const EvaluatorOptions& options);
 
-}  // namespace psflow
+}  // namespace psflow::internal
 
 #endif  // PSFLOW_TRAIN_EVALUATOR_H_

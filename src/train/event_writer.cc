@@ -12,7 +12,7 @@
 #include "absl/time/clock.h"
 #include "tensorboard/event.pb.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
 std::array<uint32_t, 256> make_table() {
@@ -149,4 +149,4 @@ absl::Status EventWriter::write_record(const std::string& event) {
   return absl::OkStatus();
 }
 
-}  // namespace psflow
+}  // namespace psflow::internal

@@ -12,7 +12,7 @@
 
 #include "absl/status/statusor.h"
 
-namespace psflow {
+namespace psflow::internal {
 
 // CRC-32C (Castagnoli), as TFRecord framing uses. Hand-written (a 256-entry
 // table): Debian 12 packages no CRC-32C library and its abseil predates
@@ -53,6 +53,6 @@ class EventWriter {
   std::string path_;
 };
 
-}  // namespace psflow
+}  // namespace psflow::internal
 
 #endif  // PSFLOW_TRAIN_EVENT_WRITER_H_

@@ -7,7 +7,7 @@
 #include "gtest/gtest.h"
 #include "tensorboard/event.pb.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
 TEST(Crc32cTest, KnownValues) {
@@ -67,4 +67,4 @@ TEST(EventWriterTest, WritesTheVersionThenScalarsTensorBoardCanRead) {
 }
 
 }  // namespace
-}  // namespace psflow
+}  // namespace psflow::internal

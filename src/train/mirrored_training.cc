@@ -15,7 +15,7 @@
 #include "train/progress.h"
 #include "train/step_config.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
 // Thread-safety: use from one thread (the replicas of a step run on their
@@ -154,4 +154,4 @@ absl::StatusOr<std::unique_ptr<TrainingSession>> start_mirrored_training(
   return training;
 }
 
-}  // namespace psflow
+}  // namespace psflow::internal

@@ -15,13 +15,13 @@
 #include "train/train_options.h"
 #include "train/training_session.h"
 
-namespace psflow {
+namespace psflow::internal {
 
 // `model` (loaded, with a mirrored() side) and `options` must outlive the
 // session.
 [[nodiscard]] absl::StatusOr<std::unique_ptr<TrainingSession>> start_mirrored_training(
     const TrainOptions& options, const Model& model);
 
-}  // namespace psflow
+}  // namespace psflow::internal
 
 #endif  // PSFLOW_TRAIN_MIRRORED_TRAINING_H_

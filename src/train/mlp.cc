@@ -9,7 +9,7 @@
 #include "psflow/strategy.h"
 #include "train/closure_args.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
 constexpr int64_t kMaxDim = int64_t{1} << 24;
@@ -143,4 +143,4 @@ Tensor flatten_images(const Tensor& images) {
   return out;
 }
 
-}  // namespace psflow
+}  // namespace psflow::internal

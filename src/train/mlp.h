@@ -12,7 +12,7 @@
 #include "psflow/tensor.h"
 #include "psflow/variable.h"
 
-namespace psflow {
+namespace psflow::internal {
 
 // The shape of a classifier; `hidden` empty is logistic regression.
 // Thread-safety: a value type.
@@ -56,6 +56,6 @@ struct MlpStep {
 // uint8 images [N, ...] -> float32 [N, prod(...)] scaled to [0, 1].
 [[nodiscard]] Tensor flatten_images(const Tensor& images);
 
-}  // namespace psflow
+}  // namespace psflow::internal
 
 #endif  // PSFLOW_TRAIN_MLP_H_

@@ -2,10 +2,10 @@
 
 #include "train/partitioner_flag.h"
 
-namespace psflow {
+namespace psflow::internal {
 
 absl::StatusOr<Partitioner> Model::partitioner(const TrainOptions& options, int num_ps) const {
   return parse_partitioner(options.partitioner);
 }
 
-}  // namespace psflow
+}  // namespace psflow::internal

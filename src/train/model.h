@@ -28,7 +28,7 @@
 #include "train/train_options.h"
 #include "train/train_summary.h"
 
-namespace psflow {
+namespace psflow::internal {
 
 // Flag values a model trains best with, used where the user gave none
 // (nullopt: TrainOptions' default). Thread-safety: a value type.
@@ -127,6 +127,6 @@ class Model {
                                   nlohmann::json& summary) const {}
 };
 
-}  // namespace psflow
+}  // namespace psflow::internal
 
 #endif  // PSFLOW_TRAIN_MODEL_H_

@@ -6,7 +6,7 @@
 #include "train/classifier.h"
 #include "train/wide_deep.h"
 
-namespace psflow {
+namespace psflow::internal {
 
 absl::StatusOr<std::unique_ptr<Model>> make_model(const std::string& name) {
   if (name == kWideDeepModel) return std::make_unique<WideDeepModel>();
@@ -16,4 +16,4 @@ absl::StatusOr<std::unique_ptr<Model>> make_model(const std::string& name) {
   return std::unique_ptr<Model>(std::move(classifier));
 }
 
-}  // namespace psflow
+}  // namespace psflow::internal

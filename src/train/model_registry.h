@@ -8,12 +8,12 @@
 #include "absl/status/statusor.h"
 #include "train/model.h"
 
-namespace psflow {
+namespace psflow::internal {
 
 // A fresh model for one run of `name`, with its default settings.
 // INVALID_ARGUMENT naming --model when no model has that name.
 [[nodiscard]] absl::StatusOr<std::unique_ptr<Model>> make_model(const std::string& name);
 
-}  // namespace psflow
+}  // namespace psflow::internal
 
 #endif  // PSFLOW_TRAIN_MODEL_REGISTRY_H_

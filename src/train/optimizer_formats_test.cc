@@ -12,7 +12,7 @@
 #include "psflow/v1/variable.pb.h"
 #include "train/step_config.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
 // Every hyper-parameter set, each to a value of its own.
@@ -86,4 +86,4 @@ TEST(OptimizerFormatsTest, TheCheckpointIndexNamesEveryHyperParameterAsItsMember
 }
 
 }  // namespace
-}  // namespace psflow
+}  // namespace psflow::internal

@@ -8,7 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 
-namespace psflow {
+namespace psflow::internal {
 
 absl::StatusOr<Partitioner> parse_partitioner(const std::string& spec) {
   if (spec.empty() || spec == "none") return Partitioner(nullptr);
@@ -40,4 +40,4 @@ absl::StatusOr<Partitioner> parse_partitioner(const std::string& spec) {
   return usage();
 }
 
-}  // namespace psflow
+}  // namespace psflow::internal

@@ -7,13 +7,13 @@
 #include "absl/status/statusor.h"
 #include "psflow/partitioners.h"
 
-namespace psflow {
+namespace psflow::internal {
 
 // "none" (or empty: no partitioner), "fixed:<shards>",
 // "min_size:<bytes>[:<max_shards>]" or "max_size:<bytes>[:<max_shards>]".
 // INVALID_ARGUMENT naming the flag and what is allowed.
 [[nodiscard]] absl::StatusOr<Partitioner> parse_partitioner(const std::string& spec);
 
-}  // namespace psflow
+}  // namespace psflow::internal
 
 #endif  // PSFLOW_TRAIN_PARTITIONER_FLAG_H_

@@ -5,7 +5,7 @@
 
 #include "absl/time/clock.h"
 
-namespace psflow {
+namespace psflow::internal {
 
 ProgressBar::ProgressBar(std::FILE* out, bool interactive, std::string label, int64_t total)
     : out_(out),
@@ -54,4 +54,4 @@ void ProgressBar::draw(int64_t done, double loss, bool newline) {
   drawn_ = true;
 }
 
-}  // namespace psflow
+}  // namespace psflow::internal

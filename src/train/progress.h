@@ -8,7 +8,7 @@
 
 #include "absl/time/time.h"
 
-namespace psflow {
+namespace psflow::internal {
 
 // Interactive (a terminal): one line redrawn in place at most 10 times a
 // second, "epoch 1/5 [=====>     ] 312/937 steps 410.2 steps/s loss 0.5123".
@@ -41,6 +41,6 @@ class ProgressBar {
   bool drawn_ = false;
 };
 
-}  // namespace psflow
+}  // namespace psflow::internal
 
 #endif  // PSFLOW_TRAIN_PROGRESS_H_

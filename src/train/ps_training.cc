@@ -17,7 +17,7 @@
 #include "train/run_files.h"
 #include "train/step_config.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
 // Thread-safety: use from one thread.
@@ -117,4 +117,4 @@ absl::StatusOr<std::unique_ptr<TrainingSession>> start_ps_training(const Cluster
   return training;
 }
 
-}  // namespace psflow
+}  // namespace psflow::internal

@@ -14,7 +14,7 @@
 #include "train/train_options.h"
 #include "train/training_session.h"
 
-namespace psflow {
+namespace psflow::internal {
 
 // Creates the strategy over `spec` (this process as its chief) with the
 // model's partitioner, then in its scope the model's variables and
@@ -25,6 +25,6 @@ namespace psflow {
 [[nodiscard]] absl::StatusOr<std::unique_ptr<TrainingSession>> start_ps_training(
     const ClusterSpec& spec, const TrainOptions& options, Model& model, absl::Time start);
 
-}  // namespace psflow
+}  // namespace psflow::internal
 
 #endif  // PSFLOW_TRAIN_PS_TRAINING_H_

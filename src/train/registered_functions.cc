@@ -7,6 +7,16 @@
 #include "train/wide_deep_step.h"
 
 namespace psflow {
+
+using internal::kTrainDataset;
+using internal::kTrainStepFunction;
+using internal::kWideDeepDataset;
+using internal::kWideDeepStepFunction;
+using internal::make_train_dataset;
+using internal::make_wide_deep_dataset;
+using internal::run_train_steps;
+using internal::run_wide_deep_steps;
+
 namespace {
 
 PSFLOW_REGISTER_FUNCTION(kTrainStepFunction, &run_train_steps);

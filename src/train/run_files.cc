@@ -6,7 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/strings.h"
 
-namespace psflow {
+namespace psflow::internal {
 
 absl::Status write_run_file(const std::string& dir, std::string_view name,
                             std::string_view content) {
@@ -28,4 +28,4 @@ absl::Status write_run_file(const std::string& dir, std::string_view name,
   return absl::OkStatus();
 }
 
-}  // namespace psflow
+}  // namespace psflow::internal

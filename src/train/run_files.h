@@ -8,7 +8,7 @@
 
 #include "absl/status/status.h"
 
-namespace psflow {
+namespace psflow::internal {
 
 // What a run trains, for `psflow eval` (train/evaluator.h): written by
 // runs whose model can evaluate its checkpoints (Model::run_config).
@@ -20,6 +20,6 @@ inline constexpr char kRunConfigFile[] = "config.json";
 [[nodiscard]] absl::Status write_run_file(const std::string& dir, std::string_view name,
                                           std::string_view content);
 
-}  // namespace psflow
+}  // namespace psflow::internal
 
 #endif  // PSFLOW_TRAIN_RUN_FILES_H_

@@ -13,7 +13,7 @@
 #include "psflow/status_macros.h"
 #include "train/run_files.h"
 
-namespace psflow {
+namespace psflow::internal {
 
 RunReporter::RunReporter(const TrainOptions& options, absl::Time start, TrainSummary summary)
     : options_(options), start_(start), summary_(std::move(summary)) {
@@ -95,4 +95,4 @@ absl::StatusOr<TrainSummary> RunReporter::finish(
   return summary_;
 }
 
-}  // namespace psflow
+}  // namespace psflow::internal

@@ -17,7 +17,7 @@
 #include "train/train_options.h"
 #include "train/train_summary.h"
 
-namespace psflow {
+namespace psflow::internal {
 
 // Thread-safety: use from one thread.
 class RunReporter {
@@ -56,6 +56,6 @@ class RunReporter {
   int64_t train_examples_ = 0;
 };
 
-}  // namespace psflow
+}  // namespace psflow::internal
 
 #endif  // PSFLOW_TRAIN_RUN_REPORTER_H_

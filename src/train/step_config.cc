@@ -11,7 +11,7 @@
 #include "psflow/status_macros.h"
 #include "psflow/tensor.h"
 
-namespace psflow {
+namespace psflow::internal {
 Structure optimizer_config_to_structure(const OptimizerConfig& c) {
   Structure::Fields fields;
   fields.emplace(std::string(kOptimizerKindField), std::string(optimizer_name(c.kind)));
@@ -142,4 +142,4 @@ absl::StatusOr<StepState> resolve_step_state(const StepSettings& settings,
   return state;
 }
 
-}  // namespace psflow
+}  // namespace psflow::internal

@@ -17,7 +17,7 @@
 #include "psflow/variable.h"
 #include "train/closure_args.h"
 
-namespace psflow {
+namespace psflow::internal {
 
 // OptimizerConfig as a Structure for closure arguments, and back
 // (validated: it crossed the network).
@@ -98,6 +98,6 @@ struct StepState {
 [[nodiscard]] absl::StatusOr<StepState> resolve_step_state(const StepSettings& settings,
                                                            const VariableClientLookup& lookup);
 
-}  // namespace psflow
+}  // namespace psflow::internal
 
 #endif  // PSFLOW_TRAIN_STEP_CONFIG_H_

@@ -2,7 +2,7 @@
 
 #include <utility>
 
-namespace psflow {
+namespace psflow::internal {
 
 double StepSums::mean_loss() const {
   return examples > 0 ? loss_sum / static_cast<double>(examples) : 0.0;
@@ -32,4 +32,4 @@ void StepSums::add(const StepSums& other) {
   steps += other.steps;
 }
 
-}  // namespace psflow
+}  // namespace psflow::internal

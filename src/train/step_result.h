@@ -14,7 +14,7 @@
 #include "train/closure_args.h"
 #include "train/train_summary.h"
 
-namespace psflow {
+namespace psflow::internal {
 
 inline constexpr ClosureArgs kStepResultArgs{"training step result"};
 
@@ -82,6 +82,6 @@ class StepResultTotals final : public EpochTotals {
   StepResult<Metrics> totals_;
 };
 
-}  // namespace psflow
+}  // namespace psflow::internal
 
 #endif  // PSFLOW_TRAIN_STEP_RESULT_H_

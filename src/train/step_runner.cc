@@ -8,7 +8,7 @@
 #include "absl/synchronization/mutex.h"
 #include "base/strings.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
 constexpr int64_t kMaxBatch = 1 << 20;
@@ -68,4 +68,4 @@ Dataset BatchingArgs::batches(const DatasetContext& ctx, const Structure& exampl
       .prefetch(2);
 }
 
-}  // namespace psflow
+}  // namespace psflow::internal

@@ -21,7 +21,7 @@
 #include "train/step_config.h"
 #include "train/step_result.h"
 
-namespace psflow {
+namespace psflow::internal {
 
 // How one model's training closure names itself: in its errors ("the
 // <name> needs parameter servers", "<name> cancelled"), in those of its
@@ -99,6 +99,6 @@ struct BatchingArgs {
                                 int64_t count) const;
 };
 
-}  // namespace psflow
+}  // namespace psflow::internal
 
 #endif  // PSFLOW_TRAIN_STEP_RUNNER_H_

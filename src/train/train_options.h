@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <string>
 
-namespace psflow {
+namespace psflow::internal {
 
 inline constexpr char kParameterServerStrategy[] = "parameter_server";
 inline constexpr char kMirroredStrategy[] = "mirrored";
@@ -52,6 +52,6 @@ struct TrainOptions {
   bool interactive_progress = false;
 };
 
-}  // namespace psflow
+}  // namespace psflow::internal
 
 #endif  // PSFLOW_TRAIN_TRAIN_OPTIONS_H_

@@ -12,7 +12,7 @@
 #include "psflow/status_macros.h"
 #include "train/step_runner.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
 constexpr TrainingClosure kClosure{"training closure", kTrainingClosureArgs, "train/classifier"};
@@ -92,4 +92,4 @@ absl::StatusOr<Structure> run_train_steps(WorkerContext& ctx, const Structure& a
   return run_training_steps<MlpSpec, ClassifierStepMetrics>(ctx, args, kClosure, &train_step);
 }
 
-}  // namespace psflow
+}  // namespace psflow::internal

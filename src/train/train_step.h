@@ -11,7 +11,7 @@
 #include "train/mlp.h"
 #include "train/step_runner.h"
 
-namespace psflow {
+namespace psflow::internal {
 
 // The registered name of the training closure; its arguments are a
 // TrainStepConfig.
@@ -49,6 +49,6 @@ using TrainStepResult = StepResult<ClassifierStepMetrics>;
 // per ps).
 [[nodiscard]] absl::StatusOr<Structure> run_train_steps(WorkerContext& ctx, const Structure& args);
 
-}  // namespace psflow
+}  // namespace psflow::internal
 
 #endif  // PSFLOW_TRAIN_TRAIN_STEP_H_

@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-namespace psflow {
+namespace psflow::internal {
 
 // A model's figures on one side of an epoch: its training batches or the
 // test set. `extra` are the model's metrics beyond loss and accuracy (e.g.
@@ -61,6 +61,6 @@ struct TrainSummary {
   int64_t rolled_back_steps = 0;
 };
 
-}  // namespace psflow
+}  // namespace psflow::internal
 
 #endif  // PSFLOW_TRAIN_TRAIN_SUMMARY_H_

@@ -17,7 +17,7 @@
 #include "train/run_reporter.h"
 #include "train/training_session.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
 EpochMetrics epoch_metrics(int epoch, const EpochRun& run, ModelMetrics test) {
@@ -152,4 +152,4 @@ std::string summary_json(const TrainSummary& s, const TrainOptions& o, const Mod
   return j.dump(2);
 }
 
-}  // namespace psflow
+}  // namespace psflow::internal

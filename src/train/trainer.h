@@ -17,7 +17,7 @@
 #include "train/train_options.h"
 #include "train/train_summary.h"
 
-namespace psflow {
+namespace psflow::internal {
 
 // INVALID_ARGUMENT naming the option, its value and what is allowed:
 // options.model must be model.name(), then model.validate(), then the
@@ -45,6 +45,6 @@ namespace psflow {
 [[nodiscard]] std::string summary_json(const TrainSummary& summary, const TrainOptions& options,
                                        const Model& model);
 
-}  // namespace psflow
+}  // namespace psflow::internal
 
 #endif  // PSFLOW_TRAIN_TRAINER_H_

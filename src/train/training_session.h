@@ -14,7 +14,7 @@
 #include "train/step_result.h"
 #include "train/train_summary.h"
 
-namespace psflow {
+namespace psflow::internal {
 
 // One epoch as the strategy trained it. Thread-safety: use from one thread.
 struct EpochRun {
@@ -42,6 +42,6 @@ class TrainingSession {
   [[nodiscard]] virtual absl::StatusOr<std::optional<int64_t>> optimizer_iterations() const = 0;
 };
 
-}  // namespace psflow
+}  // namespace psflow::internal
 
 #endif  // PSFLOW_TRAIN_TRAINING_SESSION_H_

@@ -11,7 +11,7 @@
 #include "train/partitioner_flag.h"
 #include "train/wide_deep_step.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
 // Test examples per evaluation chunk: the ids of one chunk are pulled at once.
@@ -147,4 +147,4 @@ void WideDeepModel::add_summary_fields(const TrainOptions& o, const TrainSummary
   j.erase("replicas");
 }
 
-}  // namespace psflow
+}  // namespace psflow::internal

@@ -38,7 +38,7 @@
 #include "train/wide_deep_data.h"
 #include "train/wide_deep_model.h"
 
-namespace psflow {
+namespace psflow::internal {
 
 inline constexpr char kWideDeepModel[] = "wide_deep";
 // What `psflow train --model wide_deep` uses unless the user says otherwise.
@@ -102,6 +102,6 @@ class WideDeepModel final : public Model {
   std::vector<std::string> deep_table_devices_;
 };
 
-}  // namespace psflow
+}  // namespace psflow::internal
 
 #endif  // PSFLOW_TRAIN_WIDE_DEEP_H_

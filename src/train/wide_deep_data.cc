@@ -15,7 +15,7 @@
 #include "data/text_readers.h"
 #include "psflow/status_macros.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
 constexpr int64_t kMaxExamples = 50'000'000;
@@ -366,4 +366,4 @@ absl::StatusOr<std::shared_ptr<const WideDeepData>> load_wide_deep_data(
   return shared;
 }
 
-}  // namespace psflow
+}  // namespace psflow::internal

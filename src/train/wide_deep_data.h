@@ -60,7 +60,7 @@
 #include "psflow/structure.h"
 #include "psflow/tensor.h"
 
-namespace psflow {
+namespace psflow::internal {
 
 // One split: N examples. Thread-safety: a value type (tensors share
 // buffers as Tensors do).
@@ -135,6 +135,6 @@ struct WideDeepDataSource {
 [[nodiscard]] absl::StatusOr<std::shared_ptr<const WideDeepData>> load_wide_deep_data(
     const WideDeepDataSource& source);
 
-}  // namespace psflow
+}  // namespace psflow::internal
 
 #endif  // PSFLOW_TRAIN_WIDE_DEEP_DATA_H_

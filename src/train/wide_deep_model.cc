@@ -9,7 +9,7 @@
 #include "psflow/strategy.h"
 #include "train/closure_args.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
 constexpr int64_t kMaxVocab = 50'000'000;
@@ -291,4 +291,4 @@ absl::StatusOr<WideDeepStep> wide_deep_forward_backward(const WideDeepSpec& spec
   return step;
 }
 
-}  // namespace psflow
+}  // namespace psflow::internal

@@ -26,7 +26,7 @@
 #include "psflow/tensor.h"
 #include "psflow/variable.h"
 
-namespace psflow {
+namespace psflow::internal {
 
 // Indices of the parameters in parameter order.
 inline constexpr size_t kWideTable = 0;   // [V, 1]
@@ -104,6 +104,6 @@ struct WideDeepStep {
 [[nodiscard]] absl::StatusOr<WideDeepStep> wide_deep_forward_backward(
     const WideDeepSpec& spec, const std::vector<Tensor>& params, const WideDeepBatch& batch);
 
-}  // namespace psflow
+}  // namespace psflow::internal
 
 #endif  // PSFLOW_TRAIN_WIDE_DEEP_MODEL_H_

@@ -12,7 +12,7 @@
 #include "train/step_runner.h"
 #include "train/wide_deep_data.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
 constexpr TrainingClosure kClosure{"wide_deep training closure",
@@ -122,4 +122,4 @@ absl::StatusOr<Structure> run_wide_deep_steps(WorkerContext& ctx, const Structur
                                                                &wide_deep_step);
 }
 
-}  // namespace psflow
+}  // namespace psflow::internal

@@ -9,7 +9,7 @@
 #include "train/step_runner.h"
 #include "train/wide_deep_model.h"
 
-namespace psflow {
+namespace psflow::internal {
 
 // The registered name of the training closure; its arguments are a
 // WideDeepStepConfig.
@@ -49,6 +49,6 @@ using WideDeepStepResult = StepResult<WideDeepStepMetrics>;
 [[nodiscard]] absl::StatusOr<Structure> run_wide_deep_steps(WorkerContext& ctx,
                                                             const Structure& args);
 
-}  // namespace psflow
+}  // namespace psflow::internal
 
 #endif  // PSFLOW_TRAIN_WIDE_DEEP_STEP_H_

@@ -17,7 +17,7 @@
 #include "train/wide_deep_model.h"
 #include "train/wide_deep_step.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
 WideDeepGeneratorOptions small_generator(uint64_t seed = 7) {
@@ -586,4 +586,4 @@ TEST(WideDeepTrainerTest, ValidatesOptions) {
 }
 
 }  // namespace
-}  // namespace psflow
+}  // namespace psflow::internal

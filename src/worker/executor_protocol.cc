@@ -17,7 +17,7 @@
 #include "tensor/wire.h"
 #include "worker/executor_service.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
 // Parses a request that arrived as raw bytes.
@@ -312,4 +312,4 @@ grpc::ServerUnaryReactor* ExecutorServiceImpl::GetExecutorStats(
   return finish(context, absl::OkStatus());
 }
 
-}  // namespace psflow
+}  // namespace psflow::internal

@@ -25,7 +25,7 @@
 #include "rpc/task_status.h"
 #include "worker/executor_service.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
 using ::testing::HasSubstr;
@@ -166,4 +166,4 @@ TEST_F(ExecutorProtocolTest, ShutdownFinishesWaitingComputes) {
 }
 
 }  // namespace
-}  // namespace psflow
+}  // namespace psflow::internal

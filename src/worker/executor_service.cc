@@ -8,7 +8,7 @@
 #include "rpc/grpc_status.h"
 #include "worker/function_runner.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
 int pool_size(int requested) { return std::max(1, requested); }
@@ -177,8 +177,7 @@ absl::StatusOr<Structure> ExecutorServiceImpl::invoke(uint64_t session, uint64_t
                                                       const Structure& args,
                                                       const std::atomic<bool>& cancelled,
                                                       int64_t worker_recoveries) {
-  const VariableClientLookup* variables =
-      options_.variables != nullptr ? &options_.variables : nullptr;
+  const VariableClientLookup* variables = options_.variables ? &options_.variables : nullptr;
   WorkerContext ctx(options_.worker_index, closure_id, resources_, cancelled, options_.num_workers,
                     variables);
   ctx.set_worker_recoveries(worker_recoveries);
@@ -204,4 +203,4 @@ grpc::ServerUnaryReactor* ExecutorServiceImpl::CancelFunction(
   return reactor;
 }
 
-}  // namespace psflow
+}  // namespace psflow::internal

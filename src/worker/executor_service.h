@@ -25,7 +25,7 @@
 #include "worker/result_cache.h"
 #include "worker/value_graph.h"
 
-namespace psflow {
+namespace psflow::internal {
 
 struct ExecutorServiceOptions {
   // This worker's index and the cluster's worker count (WorkerContext).
@@ -176,6 +176,6 @@ class ExecutorServiceImpl final
   ThreadPool pool_;  // Last: joined first, while the members above exist.
 };
 
-}  // namespace psflow
+}  // namespace psflow::internal
 
 #endif  // PSFLOW_WORKER_EXECUTOR_SERVICE_H_

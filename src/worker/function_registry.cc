@@ -16,6 +16,10 @@
 #include "worker/named_registry_impl.h"
 
 namespace psflow {
+
+using internal::av;
+using internal::close_names;
+
 namespace {
 
 // How many registered names a NOT_FOUND lists when none is close.
@@ -33,7 +37,7 @@ constexpr char kResourceMacro[] = "PSFLOW_RESOURCE_FUNCTION";
 }  // namespace
 
 template <>
-struct RegistryWording<FunctionRegistry> {
+struct internal::RegistryWording<FunctionRegistry> {
   static absl::Status invalid(std::string_view name, bool function_is_empty) {
     if (name.empty()) {
       return absl::InvalidArgumentError("A registered function needs a non-empty name.");
@@ -77,10 +81,10 @@ struct RegistryWording<FunctionRegistry> {
 };
 
 template <>
-struct RegistryWording<DatasetRegistry> : internal::PerWorkerWording<kDatasetKind, kDatasetMacro> {
-};
+struct internal::RegistryWording<DatasetRegistry>
+    : internal::PerWorkerWording<kDatasetKind, kDatasetMacro> {};
 template <>
-struct RegistryWording<ResourceRegistry>
+struct internal::RegistryWording<ResourceRegistry>
     : internal::PerWorkerWording<kResourceKind, kResourceMacro> {};
 
 template class NamedRegistry<FunctionRegistry, WorkerFunction, const RegisteredFunction*>;

@@ -7,7 +7,7 @@
 #include "gtest/gtest.h"
 #include "worker/function_runner.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
 using ::testing::ElementsAre;
@@ -118,4 +118,4 @@ TEST(WorkerResourcesDeathTest, TypeMismatchAborts) {
 }
 
 }  // namespace
-}  // namespace psflow
+}  // namespace psflow::internal

@@ -6,7 +6,7 @@
 #include "base/strings.h"
 #include "psflow/status_macros.h"
 
-namespace psflow {
+namespace psflow::internal {
 
 absl::StatusOr<Structure> run_registered_function(const FunctionRegistry& registry,
                                                   std::string_view function_name,
@@ -25,4 +25,4 @@ absl::StatusOr<Structure> run_registered_function(const FunctionRegistry& regist
   }
 }
 
-}  // namespace psflow
+}  // namespace psflow::internal

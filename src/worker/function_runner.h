@@ -10,7 +10,7 @@
 #include "psflow/structure.h"
 #include "psflow/worker_context.h"
 
-namespace psflow {
+namespace psflow::internal {
 
 // Looks `function_name` up in `registry` and calls it. NOT_FOUND (with
 // close names) when it is not registered in this process; a C++ exception
@@ -22,6 +22,6 @@ namespace psflow {
                                                                 WorkerContext& ctx,
                                                                 const Structure& args);
 
-}  // namespace psflow
+}  // namespace psflow::internal
 
 #endif  // PSFLOW_WORKER_FUNCTION_RUNNER_H_

@@ -58,7 +58,7 @@ TEST(NamedFunctionsTest, TheDatasetRegistryUsesThem) {
 }  // namespace
 }  // namespace psflow::internal
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
 TEST(DatasetContextTest, WorkerSeedsDifferPerWorkerAndAfterARestartOnly) {
@@ -72,4 +72,4 @@ TEST(DatasetContextTest, WorkerSeedsDifferPerWorkerAndAfterARestartOnly) {
 }
 
 }  // namespace
-}  // namespace psflow
+}  // namespace psflow::internal

@@ -17,6 +17,7 @@
 #include "psflow/status_macros.h"
 
 namespace psflow {
+namespace internal {
 
 // How `Registry` words its errors: static functions
 //   invalid(name, function_is_empty): INVALID_ARGUMENT for an empty name or
@@ -28,6 +29,10 @@ namespace psflow {
 template <typename Registry>
 struct RegistryWording;
 
+}  // namespace internal
+
+// The members of the public NamedRegistry and NamedRegistrar templates.
+
 template <typename Derived, typename Fn, typename Found>
 Derived& NamedRegistry<Derived, Fn, Found>::global() {
   static Derived* const registry = new Derived();
@@ -36,10 +41,10 @@ Derived& NamedRegistry<Derived, Fn, Found>::global() {
 
 template <typename Derived, typename Fn, typename Found>
 absl::Status NamedRegistry<Derived, Fn, Found>::register_function(std::string name, Fn fn) {
-  PSFLOW_RETURN_IF_ERROR(RegistryWording<Derived>::invalid(name, fn == nullptr));
+  PSFLOW_RETURN_IF_ERROR(internal::RegistryWording<Derived>::invalid(name, fn == nullptr));
   absl::MutexLock lock(&mu_);
   auto [it, inserted] = functions_.try_emplace(name);
-  if (!inserted) return RegistryWording<Derived>::already_registered(name);
+  if (!inserted) return internal::RegistryWording<Derived>::already_registered(name);
   it->second.name = std::move(name);
   it->second.fn = std::move(fn);
   return absl::OkStatus();
@@ -56,7 +61,7 @@ template <typename Derived, typename Fn, typename Found>
 absl::StatusOr<Found> NamedRegistry<Derived, Fn, Found>::lookup(std::string_view name) const {
   static_assert(std::is_same_v<Found, Fn> || std::is_same_v<Found, const Registered<Fn>*>);
   const Registered<Fn>* found = find(name);
-  if (found == nullptr) return RegistryWording<Derived>::not_registered(name, names());
+  if (found == nullptr) return internal::RegistryWording<Derived>::not_registered(name, names());
   if constexpr (std::is_same_v<Found, Fn>) {
     return found->fn;
   } else {
@@ -77,7 +82,7 @@ template <typename Registry>
 NamedRegistrar<Registry>::NamedRegistrar(std::string name, typename Registry::Function fn) {
   const std::string copy = name;
   const absl::Status status = Registry::global().register_function(std::move(name), std::move(fn));
-  PSFLOW_CHECK(status.ok(), RegistryWording<Registry>::registrar_failure(copy, status));
+  PSFLOW_CHECK(status.ok(), internal::RegistryWording<Registry>::registrar_failure(copy, status));
 }
 
 }  // namespace psflow

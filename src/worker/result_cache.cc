@@ -2,7 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
 std::string path_text(const StructurePath& path, size_t depth) {
@@ -92,4 +92,4 @@ ResultCacheStats ResultCache::stats() const {
                           misses_};
 }
 
-}  // namespace psflow
+}  // namespace psflow::internal

@@ -20,7 +20,7 @@
 #include "absl/synchronization/mutex.h"
 #include "psflow/structure.h"
 
-namespace psflow {
+namespace psflow::internal {
 
 // A place inside a Structure: item indices of tuples and lists, keys of
 // dicts, from the root.
@@ -82,6 +82,6 @@ class ResultCache {
   int64_t misses_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
-}  // namespace psflow
+}  // namespace psflow::internal
 
 #endif  // PSFLOW_WORKER_RESULT_CACHE_H_

@@ -11,7 +11,7 @@
 #include "base/strings.h"
 #include "tensor/codec.h"
 
-namespace psflow {
+namespace psflow::internal {
 
 struct ValueGraph::Node {
   enum class Kind { kValue, kFunction, kCall, kStruct, kSelection };
@@ -489,4 +489,4 @@ ValueGraphStats ValueGraph::stats() const {
   return out;
 }
 
-}  // namespace psflow
+}  // namespace psflow::internal

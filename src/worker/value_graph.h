@@ -22,7 +22,7 @@
 #include "absl/synchronization/mutex.h"
 #include "psflow/structure.h"
 
-namespace psflow {
+namespace psflow::internal {
 
 struct ValueGraphOptions {
   // The most ids alive at once, and separately the most values not yet
@@ -159,6 +159,6 @@ class ValueGraph {
   int64_t waiting_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
-}  // namespace psflow
+}  // namespace psflow::internal
 
 #endif  // PSFLOW_WORKER_VALUE_GRAPH_H_

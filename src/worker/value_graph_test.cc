@@ -12,7 +12,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
 using ::testing::HasSubstr;
@@ -332,4 +332,4 @@ TEST(ValueGraphConcurrencyTest, LongChainsResolveWithoutRecursion) {
 }
 
 }  // namespace
-}  // namespace psflow
+}  // namespace psflow::internal

@@ -9,7 +9,7 @@
 #include "psflow/strategy.h"
 #include "strategy/strategy_test_util.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
 using testing::LocalPsCluster;
@@ -109,4 +109,4 @@ TEST_F(WorkerContextUpdateKeysTest, ABoundOptimizerKeysTheWholeStep) {
 }
 
 }  // namespace
-}  // namespace psflow
+}  // namespace psflow::internal

@@ -10,6 +10,8 @@
 
 namespace psflow {
 
+using internal::av;
+
 struct WorkerResources::Impl {
   struct Entry {
     std::type_index type;

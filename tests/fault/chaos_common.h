@@ -26,7 +26,7 @@
 #include "train/trainer.h"
 #include "train/wide_deep.h"
 
-namespace psflow::testing {
+namespace psflow::internal::testing {
 
 struct ChaosRun {
   absl::StatusOr<TrainSummary> summary;
@@ -206,6 +206,6 @@ inline ChaosCluster start_chaos_cluster(int max_restarts, ClusterCoordinatorOpti
   return c;
 }
 
-}  // namespace psflow::testing
+}  // namespace psflow::internal::testing
 
 #endif  // PSFLOW_TESTS_FAULT_CHAOS_COMMON_H_

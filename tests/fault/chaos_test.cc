@@ -9,7 +9,7 @@
 #include "nlohmann/json.hpp"
 #include "train/wide_deep.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
 // Five epochs of `steps_per_epoch` with the ps killed three times: each
@@ -99,4 +99,4 @@ TEST(ChaosTest, AWorkerPausedLongerThanTheKeepaliveIsWorkedAround) {
 }
 
 }  // namespace
-}  // namespace psflow
+}  // namespace psflow::internal

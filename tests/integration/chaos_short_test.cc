@@ -22,7 +22,7 @@
 #include "train/wide_deep.h"
 #include "wide_deep_small.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
 using ::testing::HasSubstr;
@@ -396,4 +396,4 @@ TEST(ChaosShortTest, ARestartedWorkerKnowsItReplacedTheOldProcess) {
 }
 
 }  // namespace
-}  // namespace psflow
+}  // namespace psflow::internal

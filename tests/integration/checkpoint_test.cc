@@ -35,7 +35,7 @@
 #include "psflow/strategy.h"
 #include "strategy/variable_snapshots.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
 namespace fs = std::filesystem;
@@ -595,4 +595,4 @@ TEST_F(CheckpointIntegrationTest, PythonToolsReadTheFiles) {
 }
 
 }  // namespace
-}  // namespace psflow
+}  // namespace psflow::internal

@@ -13,11 +13,11 @@
 #include "nlohmann/json.hpp"
 #include "test_process.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
-using ::psflow::testing::test_environment;
-using ::psflow::testing::TestProcess;
+using ::psflow::internal::testing::test_environment;
+using ::psflow::internal::testing::TestProcess;
 using ::testing::HasSubstr;
 
 TEST(CliTest, VersionPrintsTheVersion) {
@@ -313,4 +313,4 @@ TEST(CliTest, TrainWithTfConfigOfAWorkerPointsToServer) {
 }
 
 }  // namespace
-}  // namespace psflow
+}  // namespace psflow::internal

@@ -32,12 +32,12 @@
 #include "psflow/variable.h"
 #include "rpc/channel.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
 using ::testing::HasSubstr;
 
-using psflow::testing::kTestTimeout;  // coordinator/coordinator_test_util.h
+using psflow::internal::testing::kTestTimeout;  // coordinator/coordinator_test_util.h
 
 // How long a test watches for something that must not happen (join staying
 // blocked); never used to wait for something to happen. 100 ms here, not
@@ -448,4 +448,4 @@ TEST_F(CoordinatorSemanticsTest, EvictedInputFallsBackToItsValue) {
 }
 
 }  // namespace
-}  // namespace psflow
+}  // namespace psflow::internal

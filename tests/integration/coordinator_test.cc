@@ -18,7 +18,7 @@
 #include "psflow/strategy.h"
 #include "psflow/variable.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
 class CoordinatorIntegrationTest : public ::testing::Test {
@@ -336,4 +336,4 @@ TEST(CoordinatorRecoveryTest, RestartedWorkerRejoinsWithFreshResources) {
 }
 
 }  // namespace
-}  // namespace psflow
+}  // namespace psflow::internal

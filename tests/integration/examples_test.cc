@@ -11,11 +11,11 @@
 #include "gtest/gtest.h"
 #include "test_process.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
-using ::psflow::testing::test_environment;
-using ::psflow::testing::TestProcess;
+using ::psflow::internal::testing::test_environment;
+using ::psflow::internal::testing::TestProcess;
 using ::testing::HasSubstr;
 
 struct ExampleRun {
@@ -93,4 +93,4 @@ TEST(ExamplesTest, ABadTaskRoleIsAUsageError) {
 }
 
 }  // namespace
-}  // namespace psflow
+}  // namespace psflow::internal

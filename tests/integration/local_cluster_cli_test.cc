@@ -13,10 +13,10 @@
 #include "rpc/channel.h"
 #include "test_process.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
-using ::psflow::testing::TestProcess;
+using ::psflow::internal::testing::TestProcess;
 
 struct TaskLine {
   std::string job;
@@ -67,7 +67,7 @@ std::vector<TaskLine> start_launcher(TestProcess& launcher, size_t expected_task
 std::vector<int> open_pidfds(const std::vector<TaskLine>& tasks) {
   std::vector<int> fds;
   for (const TaskLine& task : tasks) {
-    const int fd = ::psflow::testing::pidfd_open(task.pid);
+    const int fd = ::psflow::internal::testing::pidfd_open(task.pid);
     EXPECT_GE(fd, 0) << task.job << " " << task.index << " pid " << task.pid << " is not running";
     fds.push_back(fd);
   }
@@ -80,7 +80,7 @@ std::vector<size_t> still_running(const std::vector<int>& fds, absl::Time deadli
   std::vector<size_t> running;
   for (size_t i = 0; i < fds.size(); ++i) {
     if (fds[i] < 0) continue;
-    if (!::psflow::testing::wait_readable(fds[i], deadline)) running.push_back(i);
+    if (!::psflow::internal::testing::wait_readable(fds[i], deadline)) running.push_back(i);
   }
   return running;
 }
@@ -93,7 +93,7 @@ void close_all(const std::vector<int>& fds) {
 
 TestProcess launch_local_cluster() {
   return TestProcess({PSFLOW_BINARY_PATH, "local-cluster", "--num-ps", "2", "--num-workers", "3"},
-                     ::psflow::testing::test_environment());
+                     ::psflow::internal::testing::test_environment());
 }
 
 TEST(LocalClusterCliTest, TasksDieWhenLauncherIsKilledWithSigkill) {
@@ -148,4 +148,4 @@ TEST(LocalClusterCliTest, SigtermStopsTasksAndExitsZero) {
 }
 
 }  // namespace
-}  // namespace psflow
+}  // namespace psflow::internal

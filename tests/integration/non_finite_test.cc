@@ -17,7 +17,7 @@
 #include "psflow/optimizer.h"
 #include "psflow/strategy.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
 using ::testing::HasSubstr;
@@ -79,4 +79,4 @@ TEST(NonFiniteUpdatesTest, AllowedByAServerFlagTheyApplyAsInTensorFlow) {
 }
 
 }  // namespace
-}  // namespace psflow
+}  // namespace psflow::internal

@@ -13,7 +13,7 @@
 #include "psflow/per_worker.h"
 #include "psflow/strategy.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
 class PerWorkerDatasetTest : public ::testing::Test {
@@ -111,4 +111,4 @@ TEST_F(PerWorkerDatasetTest, UnknownDatasetFunctionIsNamed) {
 }
 
 }  // namespace
-}  // namespace psflow
+}  // namespace psflow::internal

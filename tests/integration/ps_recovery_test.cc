@@ -28,7 +28,7 @@
 #include "psflow/optimizer.h"
 #include "psflow/strategy.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
 namespace fs = std::filesystem;
@@ -259,4 +259,4 @@ TEST(PsRecoveryOptionsTest, BadOptionsAndClustersWithoutPsAreRefusedByName) {
 }
 
 }  // namespace
-}  // namespace psflow
+}  // namespace psflow::internal

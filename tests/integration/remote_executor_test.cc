@@ -26,7 +26,7 @@
 #include "rpc/grpc_status.h"
 #include "tensor/codec.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
 using ::testing::HasSubstr;
@@ -494,4 +494,4 @@ TEST_F(RemoteExecutorTest, CreateChecksTargetAndOptions) {
 }
 
 }  // namespace
-}  // namespace psflow
+}  // namespace psflow::internal

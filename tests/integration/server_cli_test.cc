@@ -17,11 +17,11 @@
 #include "rpc/channel.h"
 #include "test_process.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
-using ::psflow::testing::test_environment;
-using ::psflow::testing::TestProcess;
+using ::psflow::internal::testing::test_environment;
+using ::psflow::internal::testing::TestProcess;
 using ::testing::HasSubstr;
 
 std::string cluster_json(const std::string& ps_address, const std::string& worker_address) {
@@ -156,4 +156,4 @@ TEST(ServerCliTest, PortInUseExitsNonZeroNamingTheAddress) {
 }
 
 }  // namespace
-}  // namespace psflow
+}  // namespace psflow::internal

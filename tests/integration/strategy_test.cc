@@ -26,9 +26,10 @@
 #include "psflow/optimizer.h"
 #include "psflow/partitioners.h"
 #include "psflow/variable.h"
+#include "strategy/client_lookup.h"
 #include "strategy/strategy_test_util.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
 using ::testing::ElementsAre;
@@ -393,4 +394,4 @@ TEST_F(StrategyIntegrationTest, ErrorsFromTheRemoteTaskNameTheVariable) {
 }
 
 }  // namespace
-}  // namespace psflow
+}  // namespace psflow::internal

@@ -23,7 +23,7 @@
 
 extern char** environ;
 
-namespace psflow::testing {
+namespace psflow::internal::testing {
 
 inline int pidfd_open(pid_t pid) { return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)); }
 
@@ -190,6 +190,6 @@ class TestProcess {
   std::optional<int> exit_status_;
 };
 
-}  // namespace psflow::testing
+}  // namespace psflow::internal::testing
 
 #endif  // PSFLOW_TESTS_INTEGRATION_TEST_PROCESS_H_

@@ -33,7 +33,7 @@
 #include "tensor/codec.h"
 #include "test_process.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
 using Op = v1::VariableOp;
@@ -543,7 +543,8 @@ TEST(VariableServiceFailureTest, CallsToAKilledPsFailFastWithUnavailableNamingIt
   absl::StatusOr<pid_t> pid = (*cluster)->pid("ps", 1);
   ASSERT_TRUE(pid.ok());
   ASSERT_TRUE((*cluster)->signal_task("ps", 1, SIGKILL).ok());
-  ASSERT_TRUE(psflow::testing::wait_for_process_exit(*pid, absl::Now() + absl::Seconds(30)));
+  ASSERT_TRUE(
+      psflow::internal::testing::wait_for_process_exit(*pid, absl::Now() + absl::Seconds(30)));
   // Several calls: the first may meet the broken connection, later ones
   // the refused reconnection; all must fail fast, long before the deadline.
   for (int i = 0; i < 3; ++i) {
@@ -566,4 +567,4 @@ TEST(VariableServiceFailureTest, CallsToAKilledPsFailFastWithUnavailableNamingIt
 }
 
 }  // namespace
-}  // namespace psflow
+}  // namespace psflow::internal

@@ -12,7 +12,7 @@
 #include "train/train_summary.h"
 #include "train/wide_deep.h"
 
-namespace psflow::testing {
+namespace psflow::internal::testing {
 
 // 3 epochs of batch 128 with the model's default optimizer, no output.
 inline TrainOptions small_wide_deep_run() {
@@ -50,6 +50,6 @@ inline double test_auc(const TrainSummary& s) {
   return *auc;
 }
 
-}  // namespace psflow::testing
+}  // namespace psflow::internal::testing
 
 #endif  // PSFLOW_TESTS_INTEGRATION_WIDE_DEEP_SMALL_H_

@@ -18,7 +18,7 @@
 #include "train/trainer.h"
 #include "wide_deep_small.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
 class WideDeepTrainingTest : public ::testing::Test {
@@ -183,4 +183,4 @@ TEST_F(WideDeepTrainingTest, TrainsOnALibsvmFile) {
 }
 
 }  // namespace
-}  // namespace psflow
+}  // namespace psflow::internal

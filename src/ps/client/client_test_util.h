@@ -16,7 +16,7 @@
 #include "psflow/v1/variable.pb.h"
 #include "tensor/codec.h"
 
-namespace psflow::testing {
+namespace psflow::internal::testing {
 
 using ProtoCallback = std::function<void(absl::StatusOr<v1::ExecuteResponse>)>;
 
@@ -56,6 +56,6 @@ inline absl::StatusOr<v1::ExecuteResponse> execute_proto(VariableClient& client,
   return out;
 }
 
-}  // namespace psflow::testing
+}  // namespace psflow::internal::testing
 
 #endif  // PSFLOW_PS_CLIENT_CLIENT_TEST_UTIL_H_

@@ -22,7 +22,7 @@
 #include "rpc/grpc_status.h"
 #include "tensor/codec.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
 constexpr char kExecuteMethod[] = "/psflow.v1.VariableService/Execute";
@@ -153,4 +153,4 @@ std::unique_ptr<VariableClient> make_grpc_variable_client(const std::string& tar
   return std::make_unique<GrpcVariableClient>(target, std::move(task_name));
 }
 
-}  // namespace psflow
+}  // namespace psflow::internal

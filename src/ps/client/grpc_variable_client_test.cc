@@ -8,7 +8,7 @@
 #include "ps/server/execute.h"
 #include "psflow/tensor.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
 using ::testing::HasSubstr;
@@ -49,4 +49,4 @@ TEST(GrpcVariableClientTest, OversizedRequestsNameTheVariableOrTheBatch) {
 }
 
 }  // namespace
-}  // namespace psflow
+}  // namespace psflow::internal

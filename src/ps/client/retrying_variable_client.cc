@@ -14,7 +14,7 @@
 #include "absl/synchronization/mutex.h"
 #include "rpc/grpc_status.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
 using Op = v1::VariableOp;
@@ -196,4 +196,4 @@ std::unique_ptr<VariableClient> make_ps_client(const std::string& target, std::s
   return make_retrying_variable_client(make_grpc_variable_client(target, std::move(task_name)));
 }
 
-}  // namespace psflow
+}  // namespace psflow::internal

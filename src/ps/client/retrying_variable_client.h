@@ -11,7 +11,7 @@
 #include "ps/client/variable_client.h"
 #include "ps/request/execute_batch.h"
 
-namespace psflow {
+namespace psflow::internal {
 
 // Thread-safety: a value type.
 struct RetryPolicy {
@@ -52,6 +52,6 @@ struct RetryPolicy {
 [[nodiscard]] std::unique_ptr<VariableClient> make_ps_client(const std::string& target,
                                                              std::string task_name);
 
-}  // namespace psflow
+}  // namespace psflow::internal
 
 #endif  // PSFLOW_PS_CLIENT_RETRYING_VARIABLE_CLIENT_H_

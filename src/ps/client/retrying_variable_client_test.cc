@@ -11,7 +11,7 @@
 #include "gtest/gtest.h"
 #include "ps/request/update_key.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
 using Op = v1::VariableOp;
@@ -181,4 +181,4 @@ TEST(RetryingVariableClientTest, SafetyOfRepeatingByKind) {
 }
 
 }  // namespace
-}  // namespace psflow
+}  // namespace psflow::internal

@@ -10,7 +10,7 @@
 #include "ps/request/update_key.h"
 #include "tensor/codec.h"
 
-namespace psflow {
+namespace psflow::internal {
 
 absl::StatusOr<std::vector<Tensor>> VariableClient::execute_batch(ExecuteBatch batch,
                                                                   absl::Time deadline) {
@@ -59,4 +59,4 @@ std::vector<absl::StatusOr<std::vector<Tensor>>> execute_batches_parallel(
   return results;
 }
 
-}  // namespace psflow
+}  // namespace psflow::internal

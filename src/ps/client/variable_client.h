@@ -14,7 +14,7 @@
 #include "psflow/tensor.h"
 #include "psflow/v1/variable.pb.h"
 
-namespace psflow {
+namespace psflow::internal {
 
 // Sends batches of variable ops to one ps task (or, for variables made
 // outside a strategy scope, to an in-process store with the same semantics).
@@ -57,6 +57,6 @@ class VariableClient {
 [[nodiscard]] std::unique_ptr<VariableClient> make_grpc_variable_client(const std::string& target,
                                                                         std::string task_name);
 
-}  // namespace psflow
+}  // namespace psflow::internal
 
 #endif  // PSFLOW_PS_CLIENT_VARIABLE_CLIENT_H_

@@ -13,7 +13,7 @@
 #include "psflow/status_macros.h"
 #include "tensor/codec.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
 using Op = v1::VariableOp;
@@ -186,4 +186,4 @@ bool is_mutating(v1::VariableOp::Kind kind) {
          kind != v1::VariableOp::SNAPSHOT;
 }
 
-}  // namespace psflow
+}  // namespace psflow::internal

@@ -16,7 +16,7 @@
 #include "psflow/tensor.h"
 #include "psflow/v1/variable.pb.h"
 
-namespace psflow {
+namespace psflow::internal {
 
 // One op of a batch with its tensors decoded: the native form of
 // v1::VariableOp. An absent value or ids is an invalid (default) Tensor.
@@ -70,6 +70,6 @@ void batch_to_proto(const ExecuteBatch& batch, v1::ExecuteRequest* request);
 [[nodiscard]] absl::StatusOr<OptimizerConfig> optimizer_from_proto(const v1::OptimizerProto& proto);
 void optimizer_to_proto(const OptimizerConfig& config, v1::OptimizerProto* proto);
 
-}  // namespace psflow
+}  // namespace psflow::internal
 
 #endif  // PSFLOW_PS_REQUEST_EXECUTE_BATCH_H_

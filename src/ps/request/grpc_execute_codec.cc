@@ -15,7 +15,7 @@
 #include "tensor/codec_internal.h"
 #include "tensor/wire.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
 using internal::WireType;
@@ -430,4 +430,4 @@ absl::StatusOr<std::vector<Tensor>> decode_execute_response(const grpc::ByteBuff
   return results;
 }
 
-}  // namespace psflow
+}  // namespace psflow::internal

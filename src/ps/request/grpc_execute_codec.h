@@ -20,7 +20,7 @@
 #include "psflow/tensor.h"
 #include "tensor/codec.h"
 
-namespace psflow {
+namespace psflow::internal {
 
 // Most ops (and most optimizers) one ExecuteRequest may hold: each costs
 // the ps a few hundred bytes of bookkeeping however small it is on the wire,
@@ -46,6 +46,6 @@ inline constexpr size_t kMaxOpsPerRequest = size_t{1} << 16;
 [[nodiscard]] absl::StatusOr<std::vector<Tensor>> decode_execute_response(
     const grpc::ByteBuffer& bytes, const CodecLimits& limits = {});
 
-}  // namespace psflow
+}  // namespace psflow::internal
 
 #endif  // PSFLOW_PS_REQUEST_GRPC_EXECUTE_CODEC_H_

@@ -17,7 +17,7 @@
 #include "tensor/codec.h"
 #include "tensor/wire.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
 using Op = v1::VariableOp;
@@ -444,4 +444,4 @@ TEST(GrpcExecuteCodecTest, MalformedResponsesAreRejected) {
 }
 
 }  // namespace
-}  // namespace psflow
+}  // namespace psflow::internal

@@ -6,7 +6,7 @@
 #include "optimizer/optimizer.h"
 #include "psflow/tensor.h"
 
-namespace psflow {
+namespace psflow::internal {
 
 // Thread-safety: a value type.
 struct ShardSnapshot {
@@ -14,6 +14,6 @@ struct ShardSnapshot {
   OptimizerSlots slots;
 };
 
-}  // namespace psflow
+}  // namespace psflow::internal
 
 #endif  // PSFLOW_PS_REQUEST_SHARD_SNAPSHOT_H_

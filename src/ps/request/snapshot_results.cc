@@ -7,7 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/strings.h"
 
-namespace psflow {
+namespace psflow::internal {
 
 void append_snapshot_results(ShardSnapshot snapshot, std::vector<Tensor>* results) {
   results->push_back(std::move(snapshot.value));
@@ -104,4 +104,4 @@ absl::StatusOr<ShardSnapshot> restore_state(const VariableOpArgs& op) {
   return s;
 }
 
-}  // namespace psflow
+}  // namespace psflow::internal

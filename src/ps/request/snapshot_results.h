@@ -19,7 +19,7 @@
 #include "ps/request/shard_snapshot.h"
 #include "psflow/tensor.h"
 
-namespace psflow {
+namespace psflow::internal {
 
 // Appends the results of one SNAPSHOT (moving the snapshot's tensors).
 void append_snapshot_results(ShardSnapshot snapshot, std::vector<Tensor>* results);
@@ -47,6 +47,6 @@ void set_restore_state(const ShardSnapshot& snapshot, VariableOpArgs* op);
 // differ in length or a slot name repeats.
 [[nodiscard]] absl::StatusOr<ShardSnapshot> restore_state(const VariableOpArgs& op);
 
-}  // namespace psflow
+}  // namespace psflow::internal
 
 #endif  // PSFLOW_PS_REQUEST_SNAPSHOT_RESULTS_H_

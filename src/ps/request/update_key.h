@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <utility>
 
-namespace psflow {
+namespace psflow::internal {
 
 // Thread-safety: a value type.
 struct UpdateKey {
@@ -20,8 +20,6 @@ struct UpdateKey {
     return H::combine(std::move(h), k.session, k.closure_id, k.sequence);
   }
 };
-
-namespace internal {
 
 // The keys of one run of a closure's updates, handed out in the order the
 // run makes them. A retry of the closure that makes the same updates in the
@@ -50,8 +48,6 @@ class UpdateKeys {
   std::atomic<uint64_t> next_sequence_{0};
 };
 
-}  // namespace internal
-
-}  // namespace psflow
+}  // namespace psflow::internal
 
 #endif  // PSFLOW_PS_REQUEST_UPDATE_KEY_H_

@@ -13,7 +13,7 @@
 #include "psflow/status_macros.h"
 #include "tensor/codec.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
 using Op = v1::VariableOp;
@@ -243,4 +243,4 @@ absl::Status execute_variable_ops(VariableStore& store, ExecuteBatch& batch,
   return absl::OkStatus();
 }
 
-}  // namespace psflow
+}  // namespace psflow::internal

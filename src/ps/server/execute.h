@@ -13,7 +13,7 @@
 #include "psflow/tensor.h"
 #include "psflow/v1/variable.pb.h"
 
-namespace psflow {
+namespace psflow::internal {
 
 // Executes `batch.ops` in order. With an update key the store has applied
 // before (VariableStore::claim_update), the mutating ops are skipped after
@@ -32,6 +32,6 @@ namespace psflow {
 [[nodiscard]] absl::Status execute_variable_ops(VariableStore& store, ExecuteBatch& batch,
                                                 std::vector<Tensor>* results);
 
-}  // namespace psflow
+}  // namespace psflow::internal
 
 #endif  // PSFLOW_PS_SERVER_EXECUTE_H_

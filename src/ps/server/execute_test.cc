@@ -11,7 +11,7 @@
 #include "ps/server/execute_test_util.h"
 #include "tensor/codec.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
 using Op = v1::VariableOp;
@@ -143,9 +143,9 @@ TEST_F(ExecuteTest, CreateIfAbsentKeepsValueAndCreateReplaces) {
 }
 
 }  // namespace
-}  // namespace psflow
+}  // namespace psflow::internal
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
 // Exactly-once: a request whose update key was applied before skips its
@@ -341,4 +341,4 @@ TEST(ExecuteUpdateKeyTest, DuplicateKeysSkipUpdatesButAnswerReads) {
 }
 
 }  // namespace
-}  // namespace psflow
+}  // namespace psflow::internal

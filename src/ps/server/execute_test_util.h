@@ -14,7 +14,7 @@
 #include "psflow/v1/variable.pb.h"
 #include "tensor/codec.h"
 
-namespace psflow::testing {
+namespace psflow::internal::testing {
 
 // Tensor payloads are moved out of `request`, which is left consumed;
 // results are appended to `response->results`.
@@ -27,6 +27,6 @@ namespace psflow::testing {
   return absl::OkStatus();
 }
 
-}  // namespace psflow::testing
+}  // namespace psflow::internal::testing
 
 #endif  // PSFLOW_PS_SERVER_EXECUTE_TEST_UTIL_H_

@@ -6,7 +6,7 @@
 #include "ps/request/snapshot_results.h"
 #include "ps/server/execute.h"
 
-namespace psflow {
+namespace psflow::internal {
 
 namespace {
 
@@ -49,4 +49,4 @@ std::unique_ptr<VariableClient> make_local_variable_client(std::shared_ptr<Varia
   return std::make_unique<LocalVariableClient>(std::move(store), std::move(task_name));
 }
 
-}  // namespace psflow
+}  // namespace psflow::internal

@@ -10,13 +10,13 @@
 #include "ps/client/variable_client.h"
 #include "ps/server/variable_store.h"
 
-namespace psflow {
+namespace psflow::internal {
 
 // In-process client over `store` (no serialisation at all on the batch
 // path; READ results are copies, so callers may write to them).
 [[nodiscard]] std::unique_ptr<VariableClient> make_local_variable_client(
     std::shared_ptr<VariableStore> store, std::string task_name);
 
-}  // namespace psflow
+}  // namespace psflow::internal
 
 #endif  // PSFLOW_PS_SERVER_LOCAL_VARIABLE_CLIENT_H_

@@ -15,7 +15,7 @@
 #include "ps/server/local_variable_client.h"
 #include "ps/server/variable_store.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
 using Op = v1::VariableOp;
@@ -342,4 +342,4 @@ TEST(RestoreTest, ProtoPathCarriesTheOptimizerState) {
 }
 
 }  // namespace
-}  // namespace psflow
+}  // namespace psflow::internal

@@ -12,7 +12,7 @@
 #include "psflow/status_macros.h"
 #include "rpc/grpc_status.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
 using Op = v1::VariableOp;
@@ -203,4 +203,4 @@ grpc::ServerUnaryReactor* VariableServiceImpl::ListVariables(
   return reactor;
 }
 
-}  // namespace psflow
+}  // namespace psflow::internal

@@ -15,7 +15,7 @@
 #include "rpc/task_status.h"
 #include "tensor/codec.h"
 
-namespace psflow {
+namespace psflow::internal {
 
 struct VariableServiceOptions {
   // Largest request accepted and response sent (ServerOptions).
@@ -85,6 +85,6 @@ class VariableServiceImpl final : public v1::VariableService::WithRawCallbackMet
   ThreadPool pool_;
 };
 
-}  // namespace psflow
+}  // namespace psflow::internal
 
 #endif  // PSFLOW_PS_SERVER_VARIABLE_SERVICE_H_

@@ -13,7 +13,7 @@
 #include "psflow/status_macros.h"
 #include "tensor/tensor_internal.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
 int64_t row_elements(const Shape& shape) {
@@ -335,7 +335,7 @@ absl::Status VariableShard::apply_dense_gradient(const OptimizerConfig& config,
                                                  double learning_rate, const Tensor& grad) {
   absl::MutexLock lock(&mu_);
   make_value_writable();
-  return psflow::apply_dense_gradient(config, learning_rate, value_, slots_, grad);
+  return psflow::internal::apply_dense_gradient(config, learning_rate, value_, slots_, grad);
 }
 
 absl::Status VariableShard::apply_sparse_gradient(const OptimizerConfig& config,
@@ -353,7 +353,7 @@ absl::Status VariableShard::apply_sparse_gradient(const OptimizerConfig& config,
 absl::Status VariableShard::apply_sparse_gradient(const PreparedSparseGradient& gradient) {
   absl::MutexLock lock(&mu_);
   make_value_writable();
-  return psflow::apply_sparse_gradient(gradient, value_, slots_);
+  return psflow::internal::apply_sparse_gradient(gradient, value_, slots_);
 }
 
 VariableShard::OptimizerInfo VariableShard::optimizer_info() const {
@@ -385,4 +385,4 @@ absl::Status VariableShard::restore(Snapshot snapshot) {
   return absl::OkStatus();
 }
 
-}  // namespace psflow
+}  // namespace psflow::internal

@@ -13,7 +13,7 @@
 #include "ps/request/shard_snapshot.h"
 #include "psflow/tensor.h"
 
-namespace psflow {
+namespace psflow::internal {
 
 // Element-wise combination used by the scatter family.
 enum class ScatterOp { kUpdate, kAdd, kSub, kMul, kDiv, kMin, kMax };
@@ -126,6 +126,6 @@ class VariableShard {
   OptimizerSlots slots_ ABSL_GUARDED_BY(mu_);
 };
 
-}  // namespace psflow
+}  // namespace psflow::internal
 
 #endif  // PSFLOW_PS_SERVER_VARIABLE_SHARD_H_

@@ -7,7 +7,7 @@
 
 #include "gtest/gtest.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
 Tensor rows_4x2() { return Tensor::from_vector<float>({1, 2, 3, 4, 5, 6, 7, 8}, {4, 2}); }
@@ -295,4 +295,4 @@ TEST(VariableShardTest, OptimizerInfo) {
 }
 
 }  // namespace
-}  // namespace psflow
+}  // namespace psflow::internal

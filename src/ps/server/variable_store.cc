@@ -6,7 +6,7 @@
 #include "base/strings.h"
 #include "psflow/status_macros.h"
 
-namespace psflow {
+namespace psflow::internal {
 
 absl::Status VariableStore::keep_conflict(const VariableShard& existing, DType dtype,
                                           const Shape& shape) {
@@ -143,4 +143,4 @@ int64_t VariableStore::duplicate_updates() const {
   return duplicates_;
 }
 
-}  // namespace psflow
+}  // namespace psflow::internal

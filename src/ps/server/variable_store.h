@@ -17,7 +17,7 @@
 #include "ps/server/variable_shard.h"
 #include "psflow/server.h"
 
-namespace psflow {
+namespace psflow::internal {
 
 // Name -> VariableShard. Lookups hand out shared pointers, so a shard stays
 // valid for an operation in flight even if it is deleted meanwhile.
@@ -88,6 +88,6 @@ class VariableStore {
   absl::flat_hash_map<std::string, std::shared_ptr<VariableShard>> shards_ ABSL_GUARDED_BY(mu_);
 };
 
-}  // namespace psflow
+}  // namespace psflow::internal
 
 #endif  // PSFLOW_PS_SERVER_VARIABLE_STORE_H_

@@ -3,7 +3,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace psflow {
+namespace psflow::internal {
 namespace {
 
 using ::testing::HasSubstr;
@@ -30,4 +30,4 @@ TEST(VariableStoreTest, AnUnknownNameBesideOthersSaysHowManyThereAre) {
 }
 
 }  // namespace
-}  // namespace psflow
+}  // namespace psflow::internal
