@@ -72,6 +72,10 @@ class PsRecovery {
   struct Restored {
     // The ps tasks that restarted ("/job:ps/replica:0/task:1", ...).
     std::vector<std::string> restarted;
+    // When none restarted: the tasks the error said were unreachable (a
+    // link cut for longer than the channels' keepalive) that came back as
+    // the same process.
+    std::vector<std::string> unreachable;
     // The checkpoint every ps task was restored from.
     std::string checkpoint;
     // The optimizer iterations that checkpoint holds (nullopt when it
@@ -96,10 +100,15 @@ class PsRecovery {
   // Call with the error that stopped training (from join(), schedule(),
   // fetch() or a variable operation). Waits until every ps task answers,
   // then:
-  // * no task restarted since create() or the last recovery: the error was
-  //   not a ps fault and is returned unchanged;
-  // * some did: every ps task is restored from the latest checkpoint and
-  //   the result says which tasks restarted and what was restored.
+  // * some task restarted since create() or the last recovery: every ps
+  //   task is restored from the latest checkpoint and the result says which
+  //   tasks restarted and what was restored;
+  // * none restarted, but `error` is UNAVAILABLE or DEADLINE_EXCEEDED naming
+  //   a ps task (its link was cut, or it was paused, past the keepalive): it
+  //   is back with its variables, yet the failed steps may have updated
+  //   some tasks and not others, so every ps task is restored the same way
+  //   (Restored::unreachable names them);
+  // * otherwise the error was not a ps fault and is returned unchanged.
   // DEADLINE_EXCEEDED, naming the tasks still down and quoting `error`, when
   // options.timeout passes first; UNAVAILABLE once max_recoveries are used
   // up; errors of Checkpoint::restore as they are. INVALID_ARGUMENT for an

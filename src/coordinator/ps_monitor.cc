@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
@@ -43,6 +44,24 @@ absl::StatusOr<std::vector<std::string>> PsMonitor::restarted_since(const absl::
     tasks_[i].incarnation = seen[i];
   }
   return restarted;
+}
+
+std::vector<std::string> PsMonitor::unreachable_in(const absl::Status& error) const {
+  std::vector<std::string> out;
+  if (!absl::IsUnavailable(error) && !absl::IsDeadlineExceeded(error)) return out;
+  for (const Task& task : tasks_) {
+    // The name followed by a character that cannot continue it, so that
+    // task:1 does not match task:10.
+    for (size_t at = error.message().find(task.name); at != std::string_view::npos;
+         at = error.message().find(task.name, at + 1)) {
+      const size_t end = at + task.name.size();
+      if (end == error.message().size() || !absl::ascii_isdigit(error.message()[end])) {
+        out.push_back(task.name);
+        break;
+      }
+    }
+  }
+  return out;
 }
 
 absl::StatusOr<std::vector<uint64_t>> PsMonitor::await_incarnations(const absl::Status& error,

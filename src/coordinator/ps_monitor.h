@@ -36,6 +36,12 @@ class PsMonitor {
                                                                          absl::Time deadline,
                                                                          std::FILE* out);
 
+  // The ps tasks `error` says this process could not reach (UNAVAILABLE or
+  // DEADLINE_EXCEEDED naming the task): a link cut or a task paused. Such a
+  // task may come back as the same process, its variables intact but
+  // holding part of the failed steps' updates.
+  [[nodiscard]] std::vector<std::string> unreachable_in(const absl::Status& error) const;
+
   [[nodiscard]] int num_tasks() const { return static_cast<int>(tasks_.size()); }
 
  private:

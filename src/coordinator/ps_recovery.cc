@@ -75,18 +75,26 @@ absl::StatusOr<PsRecovery::Restored> PsRecovery::recover(const absl::Status& err
       s.unrestored.push_back(std::move(task));
     }
   }
-  // Every ps task is the one seen before: not a ps fault.
-  if (s.unrestored.empty()) return error;
-  const std::string tasks = absl::StrJoin(s.unrestored, ", ");
+  // Every ps task is the one seen before. A task the error says was
+  // unreachable (a cut link) is back with its variables, but the failed
+  // steps may have reached some tasks and not others: restore all the same.
+  // Any other error is not a ps fault.
+  std::vector<std::string> unreachable;
+  if (s.unrestored.empty()) {
+    unreachable = s.monitor.unreachable_in(error);
+    if (unreachable.empty()) return error;
+  }
+  const std::string tasks = absl::StrJoin(s.unrestored.empty() ? unreachable : s.unrestored, ", ");
+  const char* what = s.unrestored.empty() ? "was unreachable and is back" : "restarted";
   if (s.recoveries >= s.options.max_recoveries) {
     return absl::UnavailableError(
-        absl::StrCat("parameter server(s) ", tasks, " restarted; the ", s.options.max_recoveries,
+        absl::StrCat("parameter server(s) ", tasks, " ", what, "; the ", s.options.max_recoveries,
                      " recoveries allowed are used up (last error: ", error.ToString(), ")"));
   }
   std::optional<std::string> latest = s.checkpoints.latest_checkpoint();
   if (!latest.has_value()) {
     return absl::FailedPreconditionError(
-        absl::StrCat("parameter server(s) ", tasks, " restarted but ", s.checkpoints.directory(),
+        absl::StrCat("parameter server(s) ", tasks, " ", what, " but ", s.checkpoints.directory(),
                      " holds no checkpoint to restore (was it emptied?)"));
   }
   // Read before restoring, so that an unreadable index changes nothing.
@@ -100,11 +108,13 @@ absl::StatusOr<PsRecovery::Restored> PsRecovery::recover(const absl::Status& err
   PSFLOW_RETURN_IF_ERROR(s.checkpoints.checkpoint().restore(*latest));
   ++s.recoveries;
   restored.restarted = std::exchange(s.unrestored, {});
+  restored.unreachable = std::move(unreachable);
   restored.checkpoint = *latest;
   if (s.options.out != nullptr) {
     std::fprintf(
-        s.options.out, "ps recovery %d: %s restarted (%s); restored all %d ps tasks from %s%s\n",
-        s.recoveries, tasks.c_str(), std::string(absl::StatusCodeToString(error.code())).c_str(),
+        s.options.out, "ps recovery %d: %s %s (%s); restored all %d ps tasks from %s%s\n",
+        s.recoveries, tasks.c_str(), what,
+        std::string(absl::StatusCodeToString(error.code())).c_str(),
         s.monitor.num_tasks(), latest->c_str(),
         restored.iterations.has_value()
             ? absl::StrCat(" (", *restored.iterations, " steps)").c_str()

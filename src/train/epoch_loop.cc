@@ -94,7 +94,7 @@ absl::Status EpochLoop::run(const EpochHooks& hooks) {
       continue;
     }
     if (!ps_recovery_.has_value()) return epoch_status;
-    // Returns epoch_status itself when no ps restarted.
+    // Returns epoch_status itself when it was no ps fault.
     PSFLOW_ASSIGN_OR_RETURN(PsRecovery::Restored restored, ps_recovery_->recover(epoch_status));
     epoch = static_cast<int>(restored.iterations.value_or(0) / steps_per_epoch_) + 1;
     hooks.roll_back_to(epoch, unsaved_steps);

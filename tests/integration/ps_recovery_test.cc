@@ -170,6 +170,40 @@ TEST_F(PsRecoveryTest, AnErrorThatIsNotAPsFaultComesBackUnchanged) {
   EXPECT_THAT(ok.message(), HasSubstr("it got OK"));
 }
 
+// A link cut past the keepalive: the step fails with UNAVAILABLE naming the
+// ps, which comes back as the same process with its variables (and part of
+// the failed step's updates). Every ps goes back to the checkpoint, as for a
+// restart; an error naming no reachable-ps fault is returned unchanged.
+TEST_F(PsRecoveryTest, APsThatWasUnreachableAndIsBackIsRestoredToo) {
+  start(/*max_restarts=*/0);
+  absl::StatusOr<PsRecovery> recovery = PsRecovery::create(strategy_->cluster_spec(), *manager_);
+  ASSERT_TRUE(recovery.ok()) << recovery.status();
+  ASSERT_TRUE(step().ok());
+  const std::string saved = ok_value(manager_->save());
+  ASSERT_TRUE(step().ok());
+  ASSERT_EQ(iterations(), 2);
+
+  // Errors that are not about reaching a monitored ps change nothing.
+  const absl::Status not_reach = absl::InvalidArgumentError(absl::StrCat(kPs1, ": bad shape"));
+  EXPECT_EQ(recovery->recover(not_reach).status(), not_reach);
+  const absl::Status other_task =
+      absl::UnavailableError("/job:ps/replica:0/task:12 (10.0.0.9:2222): failed to connect");
+  EXPECT_EQ(recovery->recover(other_task).status(), other_task);
+  EXPECT_EQ(iterations(), 2);
+
+  const absl::Status cut = absl::UnavailableError(
+      absl::StrCat(kPs1, " (10.77.0.3:2222): failed to connect to all addresses"));
+  absl::StatusOr<PsRecovery::Restored> restored = recovery->recover(cut);
+  ASSERT_TRUE(restored.ok()) << restored.status();
+  EXPECT_TRUE(restored->restarted.empty());
+  EXPECT_THAT(restored->unreachable, ElementsAre(kPs1));
+  EXPECT_EQ(restored->checkpoint, saved);
+  EXPECT_EQ(restored->iterations, 1);
+  EXPECT_EQ(iterations(), 1);
+  EXPECT_EQ(ok_value(w1_.read_value()), Tensor::from_vector<float>({9.5f, 19.5f}, {2}));
+  EXPECT_EQ(recovery->recoveries(), 1);
+}
+
 TEST_F(PsRecoveryTest, APsThatStaysDownIsADeadlineNamingItAndTheError) {
   start(/*max_restarts=*/0);
   PsRecoveryOptions options;
