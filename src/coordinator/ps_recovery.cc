@@ -111,14 +111,13 @@ absl::StatusOr<PsRecovery::Restored> PsRecovery::recover(const absl::Status& err
   restored.unreachable = std::move(unreachable);
   restored.checkpoint = *latest;
   if (s.options.out != nullptr) {
-    std::fprintf(
-        s.options.out, "ps recovery %d: %s %s (%s); restored all %d ps tasks from %s%s\n",
-        s.recoveries, tasks.c_str(), what,
-        std::string(absl::StatusCodeToString(error.code())).c_str(),
-        s.monitor.num_tasks(), latest->c_str(),
-        restored.iterations.has_value()
-            ? absl::StrCat(" (", *restored.iterations, " steps)").c_str()
-            : "");
+    std::fprintf(s.options.out, "ps recovery %d: %s %s (%s); restored all %d ps tasks from %s%s\n",
+                 s.recoveries, tasks.c_str(), what,
+                 std::string(absl::StatusCodeToString(error.code())).c_str(), s.monitor.num_tasks(),
+                 latest->c_str(),
+                 restored.iterations.has_value()
+                     ? absl::StrCat(" (", *restored.iterations, " steps)").c_str()
+                     : "");
     std::fflush(s.options.out);
   }
   return restored;
