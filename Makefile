@@ -2,6 +2,7 @@
 #   make demo   build, then train the default model on a local cluster
 #   make test   build, then run the whole test suite with ctest
 #   make bench  build (release), run every benchmark, write build/bench/results.json
+#               (training across hosts against link delay and bandwidth included)
 #   make chaos  the long fault-injection suite (short versions run in make test)
 #   make format apply .clang-format to every C++ file (make test checks it)
 BUILD_DIR ?= build
@@ -39,6 +40,7 @@ demo: build
 
 bench: build
 	python3 bench/run_benchmarks.py --build-dir $(BUILD_DIR)
+	python3 bench/multihost_bench.py --build-dir $(BUILD_DIR)
 
 format: deps
 	bash scripts/check-format.sh --fix

@@ -12,6 +12,9 @@ Scenarios (one per run, --scenario):
                   rolls back to its last checkpoint and finishes, every step
                   applied exactly once.
   loss            1 % of the packets every host sends are dropped.
+  delay_loss      the same, and every link delayed by --delay-ms (50) each
+                  way (a delay proxy: this kernel has no netem); a larger
+                  batch keeps the run short.
   bandwidth       every link capped at --rate (tbf, both directions).
 
 Each run: 1 chief, 2 ps, 2 workers, one host each.
@@ -28,7 +31,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import netns_hosts  # noqa: E402
-from smoke_test import MIN_ACCURACY, cluster_of, print_logs, tf_config  # noqa: E402
+from cluster import CHIEF, PS, WORKERS, print_logs, start_tasks  # noqa: E402
+from smoke_test import MIN_ACCURACY  # noqa: E402
 
 # The coordinator gives a worker up after this long without an answer
 # (ClusterCoordinator's worker_timeout; docs/fault_tolerance.md).
@@ -36,7 +40,7 @@ WORKER_TIMEOUT = 20.0
 # How long training may make no progress while a worker is cut off: the
 # worker timeout plus the time to run the lost closure again elsewhere.
 MAX_STALL = WORKER_TIMEOUT + 10.0
-CHIEF, PS1, WORKER1 = 0, 2, 4
+PS1, WORKER1 = PS[1], WORKERS[1]
 PROGRESS = re.compile(r"epoch (\d+)/\d+ \[[^\]]*\] (\d+)/(\d+) steps")
 
 
@@ -77,12 +81,6 @@ class Progress:
         return worst
 
 
-def start_tasks(hosts, cluster, log_dir, psflow):
-    for job, index, host in [("ps", 0, 1), ("ps", 1, 2), ("worker", 0, 3), ("worker", 1, 4)]:
-        hosts.start(host, [psflow, "server"], env={"TF_CONFIG": tf_config(cluster, job, index)},
-                    log=os.path.join(log_dir, f"{job}{index}.log"))
-
-
 def check_summary(run_dir, failures, min_accuracy=MIN_ACCURACY):
     with open(os.path.join(run_dir, "summary.json")) as f:
         summary = json.load(f)
@@ -102,10 +100,12 @@ def main():
     parser.add_argument("--psflow", required=True)
     parser.add_argument("--work-dir", required=True)
     parser.add_argument("--scenario", required=True,
-                        choices=["worker_cut", "ps_cut", "ps_cut_recover", "loss", "bandwidth"])
+                        choices=["worker_cut", "ps_cut", "ps_cut_recover", "loss", "delay_loss",
+                                 "bandwidth"])
     parser.add_argument("--epochs", type=int, default=0, help="0: the scenario's default")
     parser.add_argument("--cut-seconds", type=float, default=30.0)
     parser.add_argument("--rate", default="100mbit")
+    parser.add_argument("--delay-ms", type=float, default=50)
     parser.add_argument("--timeout", type=float, default=900)
     args = parser.parse_args()
     epochs = args.epochs or {"worker_cut": 5, "ps_cut": 3, "ps_cut_recover": 3}.get(
@@ -119,20 +119,22 @@ def main():
     failures = []
 
     with netns_hosts.Hosts(5) as hosts:
-        cluster = cluster_of(hosts)
-        if args.scenario == "loss":
+        if args.scenario in ("loss", "delay_loss"):
             for i in range(5):
                 hosts.lose(i, 1)
         if args.scenario == "bandwidth":
             for i in range(5):
                 hosts.cap_bandwidth(i, args.rate)
-        start_tasks(hosts, cluster, log_dir, args.psflow)
+        chief_config = start_tasks(hosts, args.psflow, log_dir,
+                                   args.delay_ms if args.scenario == "delay_loss" else 0)
         argv = [args.psflow, "train", "--epochs", str(epochs), "--run-dir", run_dir,
                 "--startup-timeout", "60"]
+        if args.scenario == "delay_loss":
+            argv += ["--batch-size", "256"]
         if args.scenario == "ps_cut_recover":
             argv += ["--ps-recovery", "--ps-recovery-timeout", "120"]
         started = time.monotonic()
-        chief = hosts.start(CHIEF, argv, env={"TF_CONFIG": tf_config(cluster, "chief", 0)},
+        chief = hosts.start(CHIEF, argv, env={"TF_CONFIG": chief_config},
                             log=chief_log)
         progress = Progress(chief_log)
         cut_at = None
@@ -186,7 +188,9 @@ def main():
             failures.append(f"psflow train exited with {rc}")
         result = "no summary"
         if rc == 0:
-            result = check_summary(run_dir, failures)
+            # delay_loss trains at batch 256: fewer steps, a lower one-epoch level.
+            result = check_summary(run_dir, failures,
+                                   0.78 if args.scenario == "delay_loss" else MIN_ACCURACY)
         if args.scenario == "worker_cut" and cut_at is not None:
             stall = progress.longest_stall(cut_at)
             print(f"longest stall after the cut: {stall:.1f} s (bound {MAX_STALL} s)")

@@ -20,28 +20,11 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import netns_hosts  # noqa: E402
+from cluster import print_logs, start_tasks  # noqa: E402
 
-PORT = 2222
 # A local one-epoch run of the default model (mlp, adam, batch 32) reaches
 # 0.85-0.86 test accuracy; logistic regression reaches 0.81.
 MIN_ACCURACY = 0.82
-
-
-def cluster_of(hosts):
-    addr = lambda i: f"{hosts.address(i)}:{PORT}"  # noqa: E731
-    return {"chief": [addr(0)], "ps": [addr(1), addr(2)], "worker": [addr(3), addr(4)]}
-
-
-def tf_config(cluster, job, index):
-    return json.dumps({"cluster": cluster, "task": {"type": job, "index": index}})
-
-
-def print_logs(log_dir):
-    for name in sorted(os.listdir(log_dir)):
-        with open(os.path.join(log_dir, name), errors="replace") as f:
-            lines = f.readlines()
-        print(f"--- {name} (last 30 lines) ---")
-        sys.stdout.writelines(lines[-30:])
 
 
 def main():
@@ -49,6 +32,8 @@ def main():
     parser.add_argument("--psflow", required=True)
     parser.add_argument("--work-dir", required=True)
     parser.add_argument("--epochs", type=int, default=1)
+    parser.add_argument("--delay-ms", type=float, default=0,
+                        help="delay added to every link, each direction")
     parser.add_argument("--timeout", type=float, default=600)
     args = parser.parse_args()
 
@@ -58,17 +43,12 @@ def main():
     os.makedirs(log_dir)
 
     with netns_hosts.Hosts(5) as hosts:
-        cluster = cluster_of(hosts)
-        print(f"cluster: {json.dumps(cluster)}", flush=True)
-        tasks = [("ps", 0, 1), ("ps", 1, 2), ("worker", 0, 3), ("worker", 1, 4)]
-        for job, index, host in tasks:
-            hosts.start(host, [args.psflow, "server"],
-                        env={"TF_CONFIG": tf_config(cluster, job, index)},
-                        log=os.path.join(log_dir, f"{job}{index}.log"))
+        chief_config = start_tasks(hosts, args.psflow, log_dir, args.delay_ms)
+        print(f"chief's TF_CONFIG: {chief_config}", flush=True)
         chief_log = os.path.join(log_dir, "chief.log")
         rc = hosts.run(0, [args.psflow, "train", "--epochs", str(args.epochs), "--run-dir",
                            run_dir, "--startup-timeout", "60"],
-                       env={"TF_CONFIG": tf_config(cluster, "chief", 0)}, log=chief_log,
+                       env={"TF_CONFIG": chief_config}, log=chief_log,
                        timeout=args.timeout)
         for p in hosts.procs[:-1]:
             if p.poll() is not None:

@@ -1,0 +1,77 @@
+"""The cluster the multi-host tests run: 1 chief, 2 ps and 2 workers, one
+host each (hosts 0..4 of a netns_hosts.Hosts), every task's TF_CONFIG as a
+TFJob would set it.
+
+With a delay, every task that opens connections (the chief and the workers)
+gets a delay proxy (delay_proxy.py) on its own host, and its TF_CONFIG names
+the proxy's loopback addresses instead of its peers': every connection
+between hosts then carries the delay in both directions.
+"""
+
+import json
+import os
+import sys
+
+import netns_hosts
+
+PORT = 2222
+CHIEF, PS, WORKERS = 0, (1, 2), (3, 4)
+PROXY_PORT_BASE = 7000
+_HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def cluster_of(hosts):
+    addr = lambda i: f"{hosts.address(i)}:{PORT}"  # noqa: E731
+    return {"chief": [addr(CHIEF)], "ps": [addr(i) for i in PS],
+            "worker": [addr(i) for i in WORKERS]}
+
+
+def tf_config(cluster, job, index):
+    return json.dumps({"cluster": cluster, "task": {"type": job, "index": index}})
+
+
+def print_logs(log_dir):
+    for name in sorted(os.listdir(log_dir)):
+        with open(os.path.join(log_dir, name), errors="replace") as f:
+            lines = f.readlines()
+        print(f"--- {name} (last 30 lines) ---")
+        sys.stdout.writelines(lines[-30:])
+
+
+def _proxied(hosts, host, cluster, jobs, delay_ms, log_dir, name):
+    """Starts a delay proxy on `host` for every task of `jobs` and returns
+    the cluster as that host should see it."""
+    seen = {job: list(tasks) for job, tasks in cluster.items()}
+    routes = []
+    port = PROXY_PORT_BASE
+    for job in jobs:
+        for i, address in enumerate(cluster[job]):
+            local = f"127.0.0.1:{port}"
+            routes.append(f"{local}={address}")
+            seen[job][i] = local
+            port += 1
+    log = os.path.join(log_dir, f"proxy-{name}.log")
+    proc = hosts.start(host, [sys.executable, os.path.join(_HERE, "delay_proxy.py"),
+                              "--delay-ms", str(delay_ms), *routes], log=log)
+    if netns_hosts.wait_for_line(log, r"^ready$", 30, proc) is None:
+        raise RuntimeError(f"the delay proxy on host {host} did not start; see {log}")
+    return seen
+
+
+def start_tasks(hosts, psflow, log_dir, delay_ms=0):
+    """Starts the ps and worker tasks; returns the chief's TF_CONFIG."""
+    cluster = cluster_of(hosts)
+    for index, host in enumerate(PS):
+        hosts.start(host, [psflow, "server"], env={"TF_CONFIG": tf_config(cluster, "ps", index)},
+                    log=os.path.join(log_dir, f"ps{index}.log"))
+    for index, host in enumerate(WORKERS):
+        seen = cluster
+        if delay_ms > 0:
+            seen = _proxied(hosts, host, cluster, ["ps"], delay_ms, log_dir, f"worker{index}")
+        hosts.start(host, [psflow, "server"],
+                    env={"TF_CONFIG": tf_config(seen, "worker", index)},
+                    log=os.path.join(log_dir, f"worker{index}.log"))
+    seen = cluster
+    if delay_ms > 0:
+        seen = _proxied(hosts, CHIEF, cluster, ["ps", "worker"], delay_ms, log_dir, "chief")
+    return tf_config(seen, "chief", 0)
