@@ -13,12 +13,17 @@
 #include "psflow/optimizer.h"
 #include "psflow/status_macros.h"
 #include "psflow/strategy.h"
+#include "train/data_check.h"
 #include "train/epoch_closures.h"
 #include "train/run_files.h"
 #include "train/step_config.h"
 
 namespace psflow::internal {
 namespace {
+
+// Building a worker's dataset and reading one element: reading the files
+// takes well under a second.
+constexpr absl::Duration kDataCheckTimeout = absl::Seconds(60);
 
 // Thread-safety: use from one thread.
 class PsTraining final : public TrainingSession {
@@ -84,6 +89,10 @@ absl::Status PsTraining::start(absl::Time start) {
     optimizer_.emplace(std::move(optimizer));
   }
   PSFLOW_ASSIGN_OR_RETURN(coordinator_, ClusterCoordinator::create(*strategy_));
+  // A worker that cannot read its data fails here, naming its host, before
+  // any step runs.
+  PSFLOW_RETURN_IF_ERROR(check_workers_data(spec_, model_.dataset_function(),
+                                            model_.dataset_args(options_), kDataCheckTimeout));
   steps_per_epoch_ = model_.train_examples() / options_.batch_size;
 
   // What every closure carries besides the model's spec.

@@ -3,11 +3,14 @@
 // them. Built as an object library: nothing references them by name.
 #include "psflow/function_registry.h"
 #include "psflow/per_worker.h"
+#include "train/data_check.h"
 #include "train/train_step.h"
 #include "train/wide_deep_step.h"
 
 namespace psflow {
 
+using internal::check_data;
+using internal::kCheckDataFunction;
 using internal::kTrainDataset;
 using internal::kTrainStepFunction;
 using internal::kWideDeepDataset;
@@ -19,6 +22,7 @@ using internal::run_wide_deep_steps;
 
 namespace {
 
+PSFLOW_REGISTER_FUNCTION(kCheckDataFunction, &check_data);
 PSFLOW_REGISTER_FUNCTION(kTrainStepFunction, &run_train_steps);
 PSFLOW_REGISTER_DATASET(kTrainDataset, &make_train_dataset);
 PSFLOW_REGISTER_FUNCTION(kWideDeepStepFunction, &run_wide_deep_steps);
