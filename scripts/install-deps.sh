@@ -10,7 +10,7 @@ PACKAGES=(
   libabsl-dev libeigen3-dev nlohmann-json3-dev libcli11-dev zlib1g-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   clang-14 clang-format-14
-  procps iproute2 nftables python3
+  procps iproute2 nftables python3 python3-yaml
   dataset-fashion-mnist
 )
 

@@ -31,9 +31,15 @@ enum class NonFinitePolicy {
 };
 
 struct ServerOptions {
-  // Where to listen. Empty: the task's own address when its host is a
-  // loopback address or "localhost", else "[::]:<port>" (all interfaces, as
-  // TF's server does) so that Kubernetes service names work.
+  // Where to listen, "host:port" ("[v6]:port"; a bracketed IPv4 address is
+  // accepted too). Empty: the address the cluster spec names for the task,
+  // never every interface unless it says so: a loopback host ("localhost",
+  // 127.0.0.0/8, ::1) or an IP literal as given, a name (a Kubernetes
+  // service such as "job-ps-0.job.default.svc") resolved to the first of its
+  // addresses that belongs to this machine. "0.0.0.0:<port>" or
+  // "[::]:<port>" accepts on every interface, deliberately. An explicit
+  // address may use another port than the spec (one forwarded by a
+  // container runtime); the spec's address stays what clients use.
   std::string bind_address;
   // Largest message accepted or sent, in bytes.
   int max_message_bytes = 1 << 30;
@@ -70,8 +76,11 @@ inline constexpr int64_t kMaxResultCacheBytes = int64_t{64} << 30;
 class Server {
  public:
   // INVALID_ARGUMENT when the job is not "ps" or "worker", the task is not
-  // in `spec`, or its address has no numeric port. Port 0 picks a free port
-  // at start(); target() then reports it.
+  // in `spec`, or its address has no numeric port. Without a bind address,
+  // FAILED_PRECONDITION when the spec's host is not this machine (an IP
+  // literal of another machine, a name that resolves elsewhere or not at
+  // all), naming the host, what it resolved to and the fix (a bind
+  // address). Port 0 picks a free port at start(); target() then reports it.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<Server>> create(const ClusterSpec& spec,
                                                                       std::string job_name,
                                                                       int task_index,

@@ -3,15 +3,18 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "base/logging.h"
 #include "base/strings.h"
 #include "cli/commands.h"
 #include "cli/signals.h"
 #include "psflow/cluster_resolver.h"
 #include "psflow/server.h"
+#include "server/task_plan.h"
 
 namespace psflow::internal {
 namespace {
@@ -25,6 +28,7 @@ struct ServerFlags {
   int64_t result_cache_entries = ServerOptions{}.result_cache_entries;
   int64_t result_cache_mib = ServerOptions{}.result_cache_bytes >> 20;
   std::string non_finite_updates = "reject";
+  bool check_config = false;
 };
 
 constexpr CommandHelp kServerHelp = {
@@ -34,6 +38,26 @@ TensorFlow; the flags above override it. A ps task holds variables, a worker
 runs scheduled functions; the chief (coordinator) is `psflow train`. Exit code:
 0 after a clean shutdown, 2 for a bad configuration, 1 when it cannot serve
 (e.g. the port is in use).
+
+Where it listens: on the address TF_CONFIG names for this task, never on every
+interface unless told to. A loopback or IP address is bound as given; a name
+(e.g. a Kubernetes service, job-ps-0.job.default.svc:2222) is resolved and
+bound to the first of its addresses that belongs to this machine. A name that
+does not resolve, or resolves to another machine, stops the task at start
+with the reason. --bind chooses the address instead: --bind 0.0.0.0:2222
+accepts on every interface deliberately; on Kubernetes --bind $(POD_IP):2222
+(POD_IP from the downward API) binds the pod's own address.
+
+--check-config checks the configuration and exits without serving: TF_CONFIG
+and the flags as the server reads them, the checks of TensorFlow's
+ParameterServerStrategy that the chief applies (known job names, at most one
+chief, at least one ps and one worker, the task's index in range), and the
+address the task would listen on (its name resolved unless --bind is given).
+It binds no port and waits for no other task. It prints one line,
+  TF_CONFIG ok: this task is ps:1 of {chief: 1, ps: 2, worker: 2}; it would listen on ...
+and exits 0, or prints the error and exits 2. A chief's or an evaluator's
+TF_CONFIG is checked too (they run `psflow train` and `psflow eval`, which
+listen on no port).
 
 Example:
   TF_CONFIG='{"cluster": {"ps": ["127.0.0.1:2222"], "worker": ["127.0.0.1:2223"]},
@@ -49,7 +73,13 @@ void add_server_flags(CLI::App& app, ServerFlags& flags) {
                  "'{\"ps\": [\"127.0.0.1:2222\"], \"worker\": [\"127.0.0.1:2223\"]}' "
                  "(overrides TF_CONFIG)");
   app.add_option("--bind", flags.bind,
-                 "Listen address (default: the task's address on loopback, else [::]:<port>)");
+                 "Listen on this host:port instead of the address TF_CONFIG names for the task "
+                 "(default: that address; a name resolved to this machine's address). "
+                 "0.0.0.0:<port> or [::]:<port> accepts on every interface");
+  app.add_flag("--check-config", flags.check_config,
+               "Check TF_CONFIG and the flags (TensorFlow's ParameterServerStrategy checks "
+               "and the listening address), print one line and exit without serving: 0 when "
+               "they are good, 2 otherwise");
   app.add_flag("--reuse-port", flags.reuse_port,
                "Share the port with a reservation socket (SO_REUSEPORT); set by "
                "`psflow local-cluster`, not needed otherwise");
@@ -129,23 +159,23 @@ absl::StatusOr<Role> resolve_role(const ServerFlags& flags) {
   return role;
 }
 
-int run_server(const ServerFlags& flags) {
-  absl::StatusOr<Role> role = resolve_role(flags);
-  if (!role.ok()) return usage_error(sv(role.status().message()));
+// The options the flags ask for. The errors name the flags.
+absl::StatusOr<ServerOptions> server_options(const ServerFlags& flags) {
   ServerOptions options;
   options.bind_address = flags.bind;
   options.reuse_port = flags.reuse_port;
   // Checked here too so that the errors name the flags (and MiB never
   // overflow when converted); the bounds are Server::create's.
   if (flags.result_cache_entries < 0 || flags.result_cache_entries > kMaxResultCacheEntries) {
-    return usage_error(absl::StrCat("--result-cache-entries ", flags.result_cache_entries,
-                                    " is out of range; use 0 (keep none) to ",
-                                    kMaxResultCacheEntries));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--result-cache-entries ", flags.result_cache_entries,
+                     " is out of range; use 0 (keep none) to ", kMaxResultCacheEntries));
   }
   constexpr int64_t kMaxResultCacheMib = kMaxResultCacheBytes >> 20;
   if (flags.result_cache_mib < 0 || flags.result_cache_mib > kMaxResultCacheMib) {
-    return usage_error(absl::StrCat("--result-cache-mib ", flags.result_cache_mib,
-                                    " is out of range; use 0 (keep none) to ", kMaxResultCacheMib));
+    return absl::InvalidArgumentError(absl::StrCat("--result-cache-mib ", flags.result_cache_mib,
+                                                   " is out of range; use 0 (keep none) to ",
+                                                   kMaxResultCacheMib));
   }
   options.result_cache_entries = flags.result_cache_entries;
   options.result_cache_bytes = flags.result_cache_mib << 20;
@@ -154,11 +184,57 @@ int run_server(const ServerFlags& flags) {
   } else if (flags.non_finite_updates == "allow") {
     options.non_finite_updates = NonFinitePolicy::kAllow;
   } else {
-    return usage_error(absl::StrCat("--non-finite-updates '", flags.non_finite_updates,
-                                    "' is not a policy; use reject or allow"));
+    return absl::InvalidArgumentError(absl::StrCat("--non-finite-updates '",
+                                                   flags.non_finite_updates,
+                                                   "' is not a policy; use reject or allow"));
   }
+  return options;
+}
+
+// "{chief: 1, ps: 2, worker: 2}".
+std::string job_counts(const ClusterSpec& spec) {
+  std::vector<std::string> jobs;
+  for (const auto& [job, tasks] : spec.as_map()) {
+    jobs.push_back(absl::StrCat(job, ": ", tasks.size()));
+  }
+  return absl::StrCat("{", absl::StrJoin(jobs, ", "), "}");
+}
+
+// --check-config: the server's own checks (plan_task, as Server::create),
+// preceded by the ParameterServerStrategy checks the chief applies; binds
+// nothing.
+int check_config(const ServerFlags& flags, const Role& role, const ServerOptions& options) {
+  if (absl::Status valid = validate_parameter_server_cluster(role.spec, role.job, role.index);
+      !valid.ok()) {
+    return usage_error(sv(tf_config_error(valid).message()));
+  }
+  const std::string task = absl::StrCat(
+      flags.cluster_json.empty() ? "TF_CONFIG ok" : "configuration ok", ": this task is ", role.job,
+      ":", role.index, " of ", job_counts(role.spec), "; ");
+  if (role.job == kChiefJob || role.job == kEvaluatorJob) {
+    std::printf("%s%s\n", task.c_str(),
+                role.job == kChiefJob
+                    ? "it is the coordinator: run it with `psflow train`, which listens on no port"
+                    : "it is the evaluator: run it with `psflow eval`, which listens on no port");
+    std::fflush(stdout);
+    return kExitOk;
+  }
+  absl::StatusOr<TaskPlan> plan = plan_task(role.spec, role.job, role.index, options);
+  if (!plan.ok()) return usage_error(sv(plan.status().message()));
+  std::printf("%sit would listen on %s (%s)\n", task.c_str(), plan->listen.address.c_str(),
+              plan->listen.origin.c_str());
+  std::fflush(stdout);
+  return kExitOk;
+}
+
+int run_server(const ServerFlags& flags) {
+  absl::StatusOr<Role> role = resolve_role(flags);
+  if (!role.ok()) return usage_error(sv(role.status().message()));
+  absl::StatusOr<ServerOptions> options = server_options(flags);
+  if (!options.ok()) return usage_error(sv(options.status().message()));
+  if (flags.check_config) return check_config(flags, *role, *options);
   absl::StatusOr<std::unique_ptr<Server>> server =
-      Server::create(role->spec, role->job, role->index, options);
+      Server::create(role->spec, role->job, role->index, *std::move(options));
   if (!server.ok()) return usage_error(sv(server.status().message()));
   if (absl::Status status = (*server)->start(); !status.ok()) {
     std::fprintf(stderr, "psflow server: %s\n", status.ToString().c_str());

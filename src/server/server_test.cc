@@ -1,9 +1,11 @@
 #include "psflow/server.h"
 
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <future>
 #include <memory>
 
@@ -194,6 +196,33 @@ TEST(ServerTest, ExplicitBindAddressServesTheSpecsName) {
   EXPECT_TRUE(
       get_status(join_host_port("127.0.0.1", target->port), "ps", 0, absl::Now() + kCallTimeout)
           .ok());
+}
+
+// True when a TCP connection to 127.0.0.<last>:<port> is refused (nothing
+// listens there).
+bool connection_refused(int last, int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(0x7f000000u | static_cast<uint32_t>(last));
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  const bool refused =
+      ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 && errno == ECONNREFUSED;
+  ::close(fd);
+  return refused;
+}
+
+TEST(ServerTest, ATaskListensOnlyOnTheAddressItsSpecNames) {
+  absl::StatusOr<std::unique_ptr<Server>> server =
+      Server::create(one_ps_one_worker("127.0.0.2:0", "127.0.0.1:0"), "ps", 0);
+  ASSERT_TRUE(server.ok()) << server.status();
+  ASSERT_TRUE((*server)->start().ok());
+  absl::StatusOr<HostPort> target = parse_host_port((*server)->target());
+  ASSERT_TRUE(target.ok());
+  EXPECT_EQ(target->host, "127.0.0.2");
+  EXPECT_TRUE(get_status((*server)->target(), "ps", 0, absl::Now() + kCallTimeout).ok());
+  EXPECT_TRUE(connection_refused(1, target->port));
+  (*server)->stop();
 }
 
 // RunFunction with result_session set keeps the result for same-worker

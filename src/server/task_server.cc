@@ -25,6 +25,7 @@
 #include "rpc/bind_diagnosis.h"
 #include "rpc/channel.h"
 #include "rpc/task_status.h"
+#include "server/task_plan.h"
 #include "strategy/client_lookup.h"
 #include "worker/executor_service.h"
 
@@ -34,12 +35,14 @@ using internal::diagnose_bind_failure;
 using internal::ExecutorServiceImpl;
 using internal::ExecutorServiceOptions;
 using internal::HostPort;
-using internal::is_loopback_host;
 using internal::join_host_port;
 using internal::kMinPingInterval;
+using internal::ListenAddress;
 using internal::make_ps_client;
 using internal::parse_host_port;
+using internal::plan_task;
 using internal::ps_client_lookup;
+using internal::TaskPlan;
 using internal::TaskStatus;
 using internal::tune_allocator_for_transfers;
 using internal::VariableClient;
@@ -48,15 +51,6 @@ using internal::VariableServiceOptions;
 using internal::VariableStore;
 
 namespace {
-
-// Where to listen when ServerOptions::bind_address is empty: the task's own
-// address on loopback (so a local cluster is not exposed), else all
-// interfaces, because the spec's host may be a name (a Kubernetes service)
-// that does not resolve to a local interface.
-std::string default_bind_address(const HostPort& address) {
-  if (is_loopback_host(address.host)) return join_host_port(address.host, address.port);
-  return join_host_port("::", address.port);
-}
 
 // A worker reaches every ps task of its cluster through lazily connecting
 // gRPC clients (creating them never blocks).
@@ -88,12 +82,13 @@ void enable_health_service_once() {
 class TaskServer final : public Server {
  public:
   TaskServer(const ClusterSpec& spec, std::string job, int index, HostPort address,
-             std::string bind_address, ServerOptions options)
+             ListenAddress listen, ServerOptions options)
       : job_(std::move(job)),
         index_(index),
         name_(psflow::task_name(job_, index_)),
         address_(std::move(address)),
-        bind_address_(std::move(bind_address)),
+        bind_address_(std::move(listen.address)),
+        bind_origin_(std::move(listen.origin)),
         options_(std::move(options)),
         status_(job_, index_) {
     if (job_ == kPsJob) {
@@ -142,6 +137,10 @@ class TaskServer final : public Server {
       health->SetServingStatus(
           job_ == kPsJob ? "psflow.v1.VariableService" : "psflow.v1.ExecutorService", true);
     }
+    absl::StatusOr<HostPort> bound = parse_host_port(bind_address_);
+    PSFLOW_LOG(Info, name_, " listening on ",
+               bound.ok() ? join_host_port(bound->host, selected_port) : bind_address_, " (",
+               bind_origin_, ")");
     target_ = join_host_port(address_.host, address_.port == 0 ? selected_port : address_.port);
     server_ = std::move(server);
     state_ = State::kRunning;
@@ -195,6 +194,7 @@ class TaskServer final : public Server {
   const std::string name_;
   const HostPort address_;
   const std::string bind_address_;
+  const std::string bind_origin_;
   const ServerOptions options_;
   const TaskStatus status_;
   std::unique_ptr<grpc::Service> service_;
@@ -212,40 +212,9 @@ class TaskServer final : public Server {
 absl::StatusOr<std::unique_ptr<Server>> Server::create(const ClusterSpec& spec,
                                                        std::string job_name, int task_index,
                                                        ServerOptions options) {
-  if (job_name != kPsJob && job_name != kWorkerJob) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "a psflow server runs a 'ps' or 'worker' task, not job '", job_name,
-        "'. The chief is the coordinator (psflow train); set the task type to ps or worker"));
-  }
-  absl::StatusOr<std::string> address = spec.task_address(job_name, task_index);
-  if (!address.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("cannot serve ", psflow::task_name(job_name, task_index), ": ",
-                     address.status().message(), ". The cluster spec is ", spec.to_json()));
-  }
-  PSFLOW_ASSIGN_OR_RETURN(HostPort host_port, parse_host_port(*address));
-  if (options.max_message_bytes <= 0) {
-    return absl::InvalidArgumentError("ServerOptions::max_message_bytes must be positive");
-  }
-  if (options.result_cache_entries < 0 || options.result_cache_entries > kMaxResultCacheEntries) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "result cache entries ", options.result_cache_entries, " is out of range; use 0 to ",
-        kMaxResultCacheEntries, " (0 keeps no results)"));
-  }
-  if (options.result_cache_bytes < 0 || options.result_cache_bytes > kMaxResultCacheBytes) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("result cache bytes ", options.result_cache_bytes,
-                     " is out of range; use 0 to ", kMaxResultCacheBytes, " (64 GiB)"));
-  }
-  std::string bind =
-      options.bind_address.empty() ? default_bind_address(host_port) : options.bind_address;
-  // An explicit bind address may use another port than the spec (a port
-  // forwarded by a container runtime), so only its form is checked.
-  if (!options.bind_address.empty()) {
-    PSFLOW_RETURN_IF_ERROR(parse_host_port(bind).status());
-  }
-  return std::unique_ptr<Server>(new TaskServer(spec, std::move(job_name), task_index,
-                                                std::move(host_port), std::move(bind),
+  PSFLOW_ASSIGN_OR_RETURN(TaskPlan plan, plan_task(spec, job_name, task_index, options));
+  return std::unique_ptr<Server>(new TaskServer(spec, std::move(plan.job), task_index,
+                                                std::move(plan.address), std::move(plan.listen),
                                                 std::move(options)));
 }
 
