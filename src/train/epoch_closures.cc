@@ -10,13 +10,15 @@
 namespace psflow::internal {
 
 absl::Status run_epoch_closures(ClusterCoordinator& coordinator, std::string_view function,
-                                const RemoteStructure& args, int64_t closures,
-                                ProgressBar& progress, EpochTotals& totals,
-                                int64_t* completed_steps) {
+                                const EpochClosures& epoch, ProgressBar& progress,
+                                EpochTotals& totals, int64_t* completed_steps) {
   if (completed_steps != nullptr) *completed_steps = 0;
   std::vector<RemoteValue> results;
-  results.reserve(static_cast<size_t>(closures));
-  for (int64_t i = 0; i < closures; ++i) {
+  results.reserve(static_cast<size_t>(epoch.closures));
+  for (int64_t i = 0; i < epoch.closures; ++i) {
+    const RemoteStructure& args = i + 1 == epoch.closures && epoch.last_args != nullptr
+                                      ? *epoch.last_args
+                                      : *epoch.args;
     PSFLOW_ASSIGN_OR_RETURN(RemoteValue r, coordinator.schedule(function, args));
     results.push_back(std::move(r));
   }
@@ -33,16 +35,16 @@ absl::Status run_epoch_closures(ClusterCoordinator& coordinator, std::string_vie
 }
 
 absl::StatusOr<EpochRun> run_training_epoch(ClusterCoordinator& coordinator,
-                                            std::string_view function, const RemoteStructure& args,
-                                            int64_t closures, const TrainOptions& options,
-                                            int epoch, std::unique_ptr<EpochTotals> totals,
+                                            std::string_view function,
+                                            const EpochClosures& closures,
+                                            const TrainOptions& options, int epoch,
+                                            std::unique_ptr<EpochTotals> totals,
                                             int64_t* completed_steps) {
   const absl::Time start = absl::Now();
   ProgressBar progress(options.out, options.interactive_progress,
-                       absl::StrCat("epoch ", epoch, "/", options.epochs),
-                       closures * options.steps_per_execution);
-  PSFLOW_RETURN_IF_ERROR(run_epoch_closures(coordinator, function, args, closures, progress,
-                                            *totals, completed_steps));
+                       absl::StrCat("epoch ", epoch, "/", options.epochs), closures.steps);
+  PSFLOW_RETURN_IF_ERROR(
+      run_epoch_closures(coordinator, function, closures, progress, *totals, completed_steps));
   const int64_t steps = totals->sums().steps;
   return EpochRun{std::move(totals), steps, absl::ToDoubleSeconds(absl::Now() - start)};
 }

@@ -47,10 +47,13 @@ class PsTraining final : public TrainingSession {
   }
 
   absl::StatusOr<EpochRun> train_epoch(int epoch, int64_t* completed) override {
-    const int64_t closures =
-        (steps_per_epoch_ + options_.steps_per_execution - 1) / options_.steps_per_execution;
-    return run_training_epoch(*coordinator_, model_.step_function(), *args_, closures, options_,
-                              epoch, model_.new_totals(), completed);
+    // The last closure runs only the epoch's remaining steps.
+    const EpochClosures closures{
+        &*args_, last_args_.has_value() ? &*last_args_ : nullptr,
+        (steps_per_epoch_ + options_.steps_per_execution - 1) / options_.steps_per_execution,
+        steps_per_epoch_};
+    return run_training_epoch(*coordinator_, model_.step_function(), closures, options_, epoch,
+                              model_.new_totals(), completed);
   }
 
   absl::StatusOr<ModelMetrics> evaluate() override { return model_.evaluate(variables_); }
@@ -71,6 +74,9 @@ class PsTraining final : public TrainingSession {
   std::optional<Optimizer> optimizer_;
   std::unique_ptr<ClusterCoordinator> coordinator_;
   std::optional<RemoteStructure> args_;  // every closure's
+  // The last closure's of an epoch whose steps are not a multiple of
+  // steps_per_execution: the same with the remaining steps.
+  std::optional<RemoteStructure> last_args_;
 };
 
 absl::Status PsTraining::start(absl::Time start) {
@@ -113,6 +119,10 @@ absl::Status PsTraining::start(absl::Time start) {
                                                                   model_.dataset_args(options_)));
   settings.iterator = train_data.iter().handle();
   args_.emplace(settings.to_structure(model_.spec()));
+  if (const int64_t rest = steps_per_epoch_ % options_.steps_per_execution; rest != 0) {
+    settings.steps = rest;
+    last_args_.emplace(settings.to_structure(model_.spec()));
+  }
   return absl::OkStatus();
 }
 

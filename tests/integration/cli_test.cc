@@ -51,8 +51,10 @@ TEST(CliTest, NoSubcommandIsAnError) {
 TEST(CliTest, TrainOneEpochOnFashionMnist) {
   const std::string run_dir = ::testing::TempDir() + "/psflow-train-one-epoch";
   std::filesystem::remove_all(run_dir);
+  // 937 steps at 10 per closure: the last closure runs the remaining 7.
   TestProcess psflow({PSFLOW_BINARY_PATH, "train", "--num-ps", "1", "--num-workers", "2",
-                      "--epochs", "1", "--batch-size", "64", "--run-dir", run_dir},
+                      "--epochs", "1", "--batch-size", "64", "--steps-per-execution", "10",
+                      "--run-dir", run_dir},
                      test_environment());
   ASSERT_GT(psflow.pid(), 0);
   const std::string out = psflow.read_stdout(absl::Now() + absl::Seconds(300));
@@ -68,6 +70,8 @@ TEST(CliTest, TrainOneEpochOnFashionMnist) {
   EXPECT_EQ(summary["num_workers"], 2);
   EXPECT_EQ(summary["num_ps"], 1);
   EXPECT_EQ(summary["steps"], 60000 / 64);
+  EXPECT_EQ(summary["optimizer_iterations"], 60000 / 64);
+  EXPECT_THAT(out, HasSubstr("937/937 steps"));
   EXPECT_GT(summary["examples_per_sec"].get<double>(), 0.0);
   // One epoch of this model reaches about 0.83; a broken gradient, update
   // or evaluation stays near chance (0.1).
