@@ -17,6 +17,7 @@
 #include "psflow/cluster_resolver.h"
 #include "rpc/channel.h"
 #include "train/model_registry.h"
+#include "train/run_lock.h"
 #include "train/trainer.h"
 
 namespace psflow::internal {
@@ -72,6 +73,17 @@ int run_train(const TrainFlags& given, const CLI::App& app) {
     return kExitUsage;
   }
   options.interactive_progress = ::isatty(STDOUT_FILENO) == 1;
+  // One process per run directory, taken before any task starts.
+  std::string previous_holder;
+  absl::StatusOr<RunDirLock> run_lock = RunDirLock::acquire(options.run_dir, &previous_holder);
+  if (!run_lock.ok()) {
+    std::fprintf(stderr, "psflow train: %s\n", std::string(run_lock.status().message()).c_str());
+    return kExitFailure;
+  }
+  if (!previous_holder.empty()) {
+    std::printf("took over the run directory's lock from %s, which is gone\n",
+                previous_holder.c_str());
+  }
 
   const std::string data = (*model)->data_name(options);
   if (options.strategy == kMirroredStrategy) {

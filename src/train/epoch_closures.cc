@@ -16,9 +16,8 @@ absl::Status run_epoch_closures(ClusterCoordinator& coordinator, std::string_vie
   std::vector<RemoteValue> results;
   results.reserve(static_cast<size_t>(epoch.closures));
   for (int64_t i = 0; i < epoch.closures; ++i) {
-    const RemoteStructure& args = i + 1 == epoch.closures && epoch.last_args != nullptr
-                                      ? *epoch.last_args
-                                      : *epoch.args;
+    const RemoteStructure& args =
+        i + 1 == epoch.closures && epoch.last_args != nullptr ? *epoch.last_args : *epoch.args;
     PSFLOW_ASSIGN_OR_RETURN(RemoteValue r, coordinator.schedule(function, args));
     results.push_back(std::move(r));
   }

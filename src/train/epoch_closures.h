@@ -34,19 +34,20 @@ struct EpochClosures {
 // the closures that finished, also when the epoch fails (what a rollback
 // undoes).
 [[nodiscard]] absl::Status run_epoch_closures(ClusterCoordinator& coordinator,
-                                              std::string_view function,
-                                              const EpochClosures& epoch, ProgressBar& progress,
-                                              EpochTotals& totals,
+                                              std::string_view function, const EpochClosures& epoch,
+                                              ProgressBar& progress, EpochTotals& totals,
                                               int64_t* completed_steps = nullptr);
 
 // Epoch `epoch` of a run: the closures of `function` with a progress bar
 // ("epoch 3/5 [=====>   ] ...", on options.out) and the epoch's wall time;
 // their results added to `totals`; `completed_steps` as for
 // run_epoch_closures.
-[[nodiscard]] absl::StatusOr<EpochRun> run_training_epoch(
-    ClusterCoordinator& coordinator, std::string_view function, const EpochClosures& closures,
-    const TrainOptions& options, int epoch, std::unique_ptr<EpochTotals> totals,
-    int64_t* completed_steps);
+[[nodiscard]] absl::StatusOr<EpochRun> run_training_epoch(ClusterCoordinator& coordinator,
+                                                          std::string_view function,
+                                                          const EpochClosures& closures,
+                                                          const TrainOptions& options, int epoch,
+                                                          std::unique_ptr<EpochTotals> totals,
+                                                          int64_t* completed_steps);
 
 }  // namespace psflow::internal
 

@@ -52,10 +52,10 @@ TEST(CliTest, TrainOneEpochOnFashionMnist) {
   const std::string run_dir = ::testing::TempDir() + "/psflow-train-one-epoch";
   std::filesystem::remove_all(run_dir);
   // 937 steps at 10 per closure: the last closure runs the remaining 7.
-  TestProcess psflow({PSFLOW_BINARY_PATH, "train", "--num-ps", "1", "--num-workers", "2",
-                      "--epochs", "1", "--batch-size", "64", "--steps-per-execution", "10",
-                      "--run-dir", run_dir},
-                     test_environment());
+  TestProcess psflow(
+      {PSFLOW_BINARY_PATH, "train", "--num-ps", "1", "--num-workers", "2", "--epochs", "1",
+       "--batch-size", "64", "--steps-per-execution", "10", "--run-dir", run_dir},
+      test_environment());
   ASSERT_GT(psflow.pid(), 0);
   const std::string out = psflow.read_stdout(absl::Now() + absl::Seconds(300));
   ASSERT_EQ(psflow.wait_exit_code(absl::Now() + absl::Seconds(30)), 0)
@@ -147,6 +147,14 @@ TEST(CliTest, TrainResumesAfterTheCoordinatorIsKilledMidEpoch) {
       ASSERT_TRUE(line.has_value()) << "the first run ended before epoch 2";
       in_epoch_two = line->rfind("epoch 2/2 [", 0) == 0;
     }
+    // A second process on the same run directory is refused, naming the
+    // holder, before it starts any task.
+    TestProcess intruder(argv, test_environment());
+    ASSERT_GT(intruder.pid(), 0);
+    EXPECT_EQ(intruder.wait_exit_code(absl::Now() + absl::Seconds(30)), 1);
+    EXPECT_THAT(intruder.read_stderr(absl::Now() + absl::Seconds(5)),
+                HasSubstr(absl::StrCat("is in use by another psflow train (pid ", first.pid(),
+                                       " on host ")));
     ASSERT_TRUE(first.signal(SIGKILL));
     ASSERT_TRUE(first.wait(absl::Now() + absl::Seconds(30)).has_value());
   }
@@ -159,6 +167,8 @@ TEST(CliTest, TrainResumesAfterTheCoordinatorIsKilledMidEpoch) {
   ASSERT_EQ(second.wait_exit_code(absl::Now() + absl::Seconds(30)), 0)
       << out << second.read_stderr(absl::Now() + absl::Seconds(1));
   EXPECT_THAT(out, HasSubstr("ckpt-468: 468 steps done, starting at epoch 2"));
+  // The killed run's lock went with it.
+  EXPECT_THAT(out, HasSubstr("took over the run directory's lock from pid "));
   EXPECT_THAT(out, ::testing::Not(HasSubstr("epoch 1/2:")));
   EXPECT_THAT(out, HasSubstr("epoch 2/2:"));
   std::ifstream file(run_dir + "/summary.json");
