@@ -10,10 +10,12 @@
 #include "absl/strings/str_join.h"
 #include "base/logging.h"
 #include "base/strings.h"
+#include "cli/cluster_flags.h"
 #include "cli/commands.h"
 #include "cli/signals.h"
 #include "psflow/cluster_resolver.h"
 #include "psflow/server.h"
+#include "psflow/status_macros.h"
 #include "server/task_plan.h"
 
 namespace psflow::internal {
@@ -29,6 +31,7 @@ struct ServerFlags {
   int64_t result_cache_mib = ServerOptions{}.result_cache_bytes >> 20;
   std::string non_finite_updates = "reject";
   bool check_config = false;
+  ClusterResolverFlags cluster_resolver;
 };
 
 constexpr CommandHelp kServerHelp = {
@@ -37,7 +40,8 @@ constexpr CommandHelp kServerHelp = {
 TensorFlow; the flags above override it. A ps task holds variables, a worker
 runs scheduled functions; the chief (coordinator) is `psflow train`. Exit code:
 0 after a clean shutdown, 2 for a bad configuration, 1 when it cannot serve
-(e.g. the port is in use).
+(e.g. the port is in use). Under Slurm, --cluster-resolver slurm reads the
+cluster and the role from the srun step instead (see deploy/slurm/).
 
 Where it listens: on the address TF_CONFIG names for this task, never on every
 interface unless told to. A loopback or IP address is bound as given; a name
@@ -61,7 +65,9 @@ listen on no port).
 
 Example:
   TF_CONFIG='{"cluster": {"ps": ["127.0.0.1:2222"], "worker": ["127.0.0.1:2223"]},
-              "task": {"type": "ps", "index": 0}}' psflow server)"};
+              "task": {"type": "ps", "index": 0}}' psflow server
+  psflow server --cluster-resolver slurm --slurm-jobs chief:1,ps:2,worker:2
+      (as ranks 1-4 of an srun step; rank 0 runs `psflow train` with the same flags))"};
 
 void add_server_flags(CLI::App& app, ServerFlags& flags) {
   app.add_option("--job", flags.job, "Task type to serve: ps or worker (overrides TF_CONFIG)")
@@ -94,6 +100,7 @@ void add_server_flags(CLI::App& app, ServerFlags& flags) {
                  "or infinity: reject (the request fails naming the variable, nothing is "
                  "applied) or allow (applied, as TensorFlow does)")
       ->capture_default_str();
+  add_cluster_resolver_flags(app, flags.cluster_resolver);
 }
 
 int usage_error(std::string_view message) {
@@ -116,7 +123,36 @@ struct Role {
   int index = 0;
 };
 
-absl::StatusOr<Role> resolve_role(const ServerFlags& flags) {
+// The spec and role from Slurm's environment; the flags that would
+// override them are refused, since Slurm's rank fixes the role and the port.
+absl::StatusOr<Role> slurm_role(const ServerFlags& flags, const SlurmClusterResolver& resolver) {
+  if (!flags.job.empty() || flags.task >= 0 || !flags.cluster_json.empty()) {
+    return absl::InvalidArgumentError(
+        "--job, --task and --cluster-json do not combine with --cluster-resolver slurm: the "
+        "role and the cluster come from SLURM_PROCID and the step's nodes (see --slurm-jobs); "
+        "drop them, or drop --cluster-resolver slurm.");
+  }
+  Role role;
+  PSFLOW_ASSIGN_OR_RETURN(role.spec, resolver.cluster_spec());
+  PSFLOW_ASSIGN_OR_RETURN(std::optional<std::string> job, resolver.task_type());
+  PSFLOW_ASSIGN_OR_RETURN(std::optional<int> index, resolver.task_id());
+  role.job = job.value_or("");
+  role.index = index.value_or(0);
+  if (role.job != kPsJob && role.job != kWorkerJob) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Slurm rank ", resolver.rank(), " is task ", role.index, " of job '", role.job,
+        "' (--slurm-jobs), and `psflow server` runs 'ps' or 'worker' tasks only. Run the chief "
+        "with `psflow train --cluster-resolver slurm` on that rank (deploy/slurm/psflow.sbatch "
+        "does), or list the jobs so that this rank is a ps or worker."));
+  }
+  return role;
+}
+
+absl::StatusOr<Role> resolve_role(const ServerFlags& flags, const CLI::App& app) {
+  absl::StatusOr<std::optional<SlurmClusterResolver>> slurm =
+      slurm_resolver_from_flags(flags.cluster_resolver, app);
+  if (!slurm.ok()) return slurm.status();
+  if (slurm->has_value()) return slurm_role(flags, **slurm);
   TFConfigClusterResolver::Options options;
   if (!flags.job.empty()) options.task_type = flags.job;
   if (flags.task >= 0) options.task_id = flags.task;
@@ -227,8 +263,8 @@ int check_config(const ServerFlags& flags, const Role& role, const ServerOptions
   return kExitOk;
 }
 
-int run_server(const ServerFlags& flags) {
-  absl::StatusOr<Role> role = resolve_role(flags);
+int run_server(const ServerFlags& flags, const CLI::App& app) {
+  absl::StatusOr<Role> role = resolve_role(flags, app);
   if (!role.ok()) return usage_error(sv(role.status().message()));
   absl::StatusOr<ServerOptions> options = server_options(flags);
   if (!options.ok()) return usage_error(sv(options.status().message()));

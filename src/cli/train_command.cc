@@ -12,6 +12,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "cli/cluster_flags.h"
 #include "cli/commands.h"
 #include "cli/local_cluster_session.h"
 #include "psflow/cluster_resolver.h"
@@ -30,6 +31,7 @@ constexpr int kPsRecoveryDefaultRestarts = 10;
 struct TrainFlags {
   LocalClusterFlags cluster;
   TrainOptions train;
+  ClusterResolverFlags cluster_resolver;
 };
 
 constexpr CommandHelp kTrainHelp = {
@@ -37,7 +39,9 @@ constexpr CommandHelp kTrainHelp = {
     R"(Without TF_CONFIG, starts an embedded local cluster of ps and worker tasks on
 loopback (task logs in <run-dir>/logs) and trains on it. With TF_CONFIG naming
 this task the chief, coordinates the ps and worker tasks listed there (run them
-with `psflow server`). Data: Debian's dataset-fashion-mnist package.)"};
+with `psflow server`). With --cluster-resolver slurm, the same from the srun
+step's variables: this rank must be the chief of --slurm-jobs (see
+deploy/slurm/). Data: Debian's dataset-fashion-mnist package.)"};
 
 int report(const absl::StatusOr<TrainSummary>& summary, const TrainOptions& options);
 
@@ -87,6 +91,13 @@ int run_train(const TrainFlags& given, const CLI::App& app) {
 
   const std::string data = (*model)->data_name(options);
   if (options.strategy == kMirroredStrategy) {
+    if (flags.cluster_resolver.resolver == kSlurmResolver) {
+      std::fprintf(stderr,
+                   "psflow train: --strategy %s trains in this process, without ps or worker "
+                   "tasks; drop --cluster-resolver slurm, or use --strategy parameter_server.\n",
+                   options.strategy.c_str());
+      return kExitUsage;
+    }
     std::printf(
         "training %s on %s with %d synchronous replicas in this process: %d "
         "epochs, global batch %lld, %s lr %g; run dir %s\n",
@@ -99,20 +110,35 @@ int run_train(const TrainFlags& given, const CLI::App& app) {
 
   LocalClusterSession session;
   ClusterSpec spec;
-  TFConfigClusterResolver resolver;
-  if (resolver.is_configured()) {
-    absl::StatusOr<ClusterSpec> from_env = resolver.cluster_spec();
-    absl::StatusOr<std::optional<std::string>> task_type = resolver.task_type();
+  // An external cluster: Slurm's when asked for, else TF_CONFIG's when set.
+  absl::StatusOr<std::optional<SlurmClusterResolver>> slurm =
+      slurm_resolver_from_flags(flags.cluster_resolver, app);
+  if (!slurm.ok()) {
+    std::fprintf(stderr, "psflow train: %s\n", std::string(slurm.status().message()).c_str());
+    return kExitUsage;
+  }
+  TFConfigClusterResolver tf_config;
+  const ClusterResolver* resolver = nullptr;
+  const char* source = "TF_CONFIG";
+  if (slurm->has_value()) {
+    resolver = &**slurm;
+    source = "Slurm";
+  } else if (tf_config.is_configured()) {
+    resolver = &tf_config;
+  }
+  if (resolver != nullptr) {
+    absl::StatusOr<ClusterSpec> from_env = resolver->cluster_spec();
+    absl::StatusOr<std::optional<std::string>> task_type = resolver->task_type();
     if (!from_env.ok() || !task_type.ok()) {
-      std::fprintf(stderr, "psflow train: TF_CONFIG: %s\n",
+      std::fprintf(stderr, "psflow train: %s: %s\n", source,
                    (!from_env.ok() ? from_env.status() : task_type.status()).ToString().c_str());
       return kExitUsage;
     }
     if (task_type->value_or("") != "chief") {
       std::fprintf(stderr,
-                   "psflow train: TF_CONFIG names this task '%s'; `psflow train` runs the chief "
+                   "psflow train: %s names this task '%s'; `psflow train` runs the chief "
                    "(coordinator). Run ps and worker tasks with `psflow server`.\n",
-                   task_type->value_or("").c_str());
+                   source, task_type->value_or("").c_str());
       return kExitUsage;
     }
     spec = *from_env;
@@ -130,9 +156,9 @@ int run_train(const TrainFlags& given, const CLI::App& app) {
     }
     if (!missing.empty()) {
       std::fprintf(stderr,
-                   "psflow train: %zu task(s) of the TF_CONFIG cluster did not answer within "
+                   "psflow train: %zu task(s) of the %s cluster did not answer within "
                    "--startup-timeout %g s: %s\n",
-                   missing.size(), flags.cluster.startup_timeout_seconds,
+                   missing.size(), source, flags.cluster.startup_timeout_seconds,
                    absl::StrJoin(missing, "; ").c_str());
       return kExitFailure;
     }
@@ -186,6 +212,7 @@ int report(const absl::StatusOr<TrainSummary>& summary, const TrainOptions& opti
 
 void add_train_flags(CLI::App& app, TrainFlags& flags) {
   add_local_cluster_flags(app, flags.cluster);
+  add_cluster_resolver_flags(app, flags.cluster_resolver);
   TrainOptions& o = flags.train;
   app.add_option("--model", o.model,
                  "mlp (784-256-10) or logreg on Fashion-MNIST; wide_deep (sharded embeddings "
