@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -51,6 +52,28 @@ std::string default_run_dir(const TrainOptions& options) {
                       options.model);
 }
 
+// Locks the run directory (RunDirLock), saying so when it takes over the
+// lock of a killed run. A default directory (runs/<time>-<model>) that
+// exists already, or that another process holds, gives way to
+// <dir>-2, <dir>-3, ...: two runs started in the same second never share one.
+absl::StatusOr<RunDirLock> take_run_dir(TrainOptions& options, bool default_dir) {
+  constexpr int kMaxDefaultSuffix = 100;
+  const std::string base = options.run_dir;
+  for (int n = 1;; ++n) {
+    if (default_dir && n > 1) options.run_dir = absl::StrCat(base, "-", n);
+    const bool last = !default_dir || n == kMaxDefaultSuffix;
+    if (!last && std::filesystem::exists(options.run_dir)) continue;
+    std::string previous_holder;
+    absl::StatusOr<RunDirLock> lock = RunDirLock::acquire(options.run_dir, &previous_holder);
+    if (!lock.ok() && !last && absl::IsFailedPrecondition(lock.status())) continue;
+    if (lock.ok() && !previous_holder.empty()) {
+      std::printf("took over the run directory's lock from %s, which is gone\n",
+                  previous_holder.c_str());
+    }
+    return lock;
+  }
+}
+
 int run_train(const TrainFlags& given, const CLI::App& app) {
   TrainFlags flags = given;
   TrainOptions& options = flags.train;
@@ -71,23 +94,25 @@ int run_train(const TrainFlags& given, const CLI::App& app) {
   if (defaults.batch_size.has_value() && app.count("--batch-size") == 0) {
     options.batch_size = *defaults.batch_size;
   }
-  if (options.run_dir.empty()) options.run_dir = default_run_dir(options);
+  const bool default_dir = options.run_dir.empty();
+  if (default_dir) options.run_dir = default_run_dir(options);
   if (absl::Status valid = validate_train_options(options, **model); !valid.ok()) {
     std::fprintf(stderr, "psflow train: %s\n", std::string(valid.message()).c_str());
     return kExitUsage;
   }
   options.interactive_progress = ::isatty(STDOUT_FILENO) == 1;
-  // One process per run directory, taken before any task starts.
-  std::string previous_holder;
-  absl::StatusOr<RunDirLock> run_lock = RunDirLock::acquire(options.run_dir, &previous_holder);
-  if (!run_lock.ok()) {
-    std::fprintf(stderr, "psflow train: %s\n", std::string(run_lock.status().message()).c_str());
-    return kExitFailure;
-  }
-  if (!previous_holder.empty()) {
-    std::printf("took over the run directory's lock from %s, which is gone\n",
-                previous_holder.c_str());
-  }
+  // One process per run directory, taken once the flags are known good and
+  // before any task starts; held until this function returns.
+  std::optional<RunDirLock> run_lock;
+  auto lock_run_dir = [&]() -> bool {
+    absl::StatusOr<RunDirLock> lock = take_run_dir(options, default_dir);
+    if (!lock.ok()) {
+      std::fprintf(stderr, "psflow train: %s\n", std::string(lock.status().message()).c_str());
+      return false;
+    }
+    run_lock.emplace(*std::move(lock));
+    return true;
+  };
 
   const std::string data = (*model)->data_name(options);
   if (options.strategy == kMirroredStrategy) {
@@ -98,6 +123,7 @@ int run_train(const TrainFlags& given, const CLI::App& app) {
                    options.strategy.c_str());
       return kExitUsage;
     }
+    if (!lock_run_dir()) return kExitFailure;
     std::printf(
         "training %s on %s with %d synchronous replicas in this process: %d "
         "epochs, global batch %lld, %s lr %g; run dir %s\n",
@@ -142,6 +168,7 @@ int run_train(const TrainFlags& given, const CLI::App& app) {
       return kExitUsage;
     }
     spec = *from_env;
+    if (!lock_run_dir()) return kExitFailure;
     // Tasks may still be starting (pods scheduled one by one): wait for all
     // of them within the start-up bound, then name those that never came.
     const absl::Time deadline = absl::Now() + absl::Seconds(flags.cluster.startup_timeout_seconds);
@@ -163,6 +190,7 @@ int run_train(const TrainFlags& given, const CLI::App& app) {
       return kExitFailure;
     }
   } else {
+    if (!lock_run_dir()) return kExitFailure;
     std::printf("starting a local cluster: %d ps, %d workers\n", flags.cluster.num_ps,
                 flags.cluster.num_workers);
     std::fflush(stdout);
