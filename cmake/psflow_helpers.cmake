@@ -1,22 +1,37 @@
-# Warnings are errors on our own code; generated and third-party code is exempt.
+# Warnings are errors on our own code; generated and third-party code is
+# exempt, and so are programs built on an installed psflow: the flags are
+# PRIVATE, never part of an exported target.
 set(PSFLOW_WARNINGS -Wall -Wextra -Wpedantic -Werror -Wno-unused-parameter)
 
-# Our own targets: warnings as errors, the public headers, and src/ as a
-# private include path (src/ is never part of any target's interface).
+# Our own targets: warnings as errors, the public headers (include/ here,
+# <prefix>/include once installed), and src/ as a private include path (src/
+# is never part of any target's interface, in the build tree or installed).
 function(psflow_target_defaults target)
   target_compile_options(${target} PRIVATE ${PSFLOW_WARNINGS})
   target_include_directories(${target} PRIVATE ${PROJECT_SOURCE_DIR}/src)
   target_include_directories(${target} PUBLIC
-    $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include>)
+    $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include>
+    $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
+  # The public headers need C++20; programs that use them get it too.
+  target_compile_features(${target} PUBLIC cxx_std_20)
 endfunction()
 
 # psflow_layer(NAME name DIR dir [DEPS layer ...] [LIBS lib ...])
 # One static library per layer, psflow_<name>, from src/<dir>/*.cc (tests
 # and registered_functions.cc, the function registrations, excluded). It
 # links only the layers named in DEPS, which must lie below it: a call into
-# a layer above fails to link.
+# a layer above fails to link. Layers are declared bottom first (a DEPS
+# entry not declared yet is an error), so that the reverse of the order of
+# declaration is a link order (psflow.pc). Installed as psflow::<name>.
 function(psflow_layer)
   cmake_parse_arguments(L "" "NAME;DIR" "DEPS;LIBS" ${ARGN})
+  get_property(declared GLOBAL PROPERTY PSFLOW_LAYER_NAMES)
+  foreach(d ${L_DEPS})
+    if(NOT d IN_LIST declared)
+      message(FATAL_ERROR "psflow_layer(${L_NAME}): layer '${d}' must be declared before "
+        "the layers above it")
+    endif()
+  endforeach()
   file(GLOB sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/${L_DIR}/*.cc)
   list(FILTER sources EXCLUDE REGEX "(_test|registered_functions|/main)\\.cc$")
   add_library(psflow_${L_NAME} STATIC ${sources})
@@ -26,6 +41,7 @@ function(psflow_layer)
     list(APPEND deps psflow_${d})
   endforeach()
   target_link_libraries(psflow_${L_NAME} PUBLIC ${deps} ${L_LIBS})
+  set_target_properties(psflow_${L_NAME} PROPERTIES EXPORT_NAME ${L_NAME})
   set_property(GLOBAL APPEND PROPERTY PSFLOW_LAYER_NAMES ${L_NAME})
   set_property(GLOBAL PROPERTY PSFLOW_LAYER_DIR_${L_NAME} ${L_DIR})
 endfunction()

@@ -36,8 +36,8 @@ namespace psflow {
 
 // The whole psflow command line (train, eval, server, local-cluster,
 // version) in a program of your own; returns the exit code. `train` and
-// `eval` need the built-in models' functions linked in (CMake target
-// psflow_functions).
+// `eval` need the built-in models' functions, which only psflow's own build
+// links in (its object library psflow_train_functions, not installed).
 [[nodiscard]] int psflow_main(int argc, char** argv);
 
 }  // namespace psflow

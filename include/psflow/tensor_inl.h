@@ -8,6 +8,10 @@
 #include <utility>
 #include <vector>
 
+// Included alone, this brings tensor.h, which includes this file at its end
+// (the guard above makes that a no-op and the definitions follow here).
+#include "psflow/tensor.h"
+
 namespace psflow {
 
 template <typename T>
