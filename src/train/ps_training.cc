@@ -25,7 +25,8 @@ namespace {
 // takes well under a second.
 constexpr absl::Duration kDataCheckTimeout = absl::Seconds(60);
 
-// Thread-safety: use from one thread.
+// Thread-safety: use from one thread; a stop request (options.stop) may
+// cancel the coordinator's closures from another.
 class PsTraining final : public TrainingSession {
  public:
   PsTraining(const ClusterSpec& spec, const TrainOptions& options, Model& model)
@@ -46,11 +47,27 @@ class PsTraining final : public TrainingSession {
     return EpochLoop::create(spec_, options_, variables_, *optimizer_, steps_per_epoch_);
   }
 
-  absl::StatusOr<EpochRun> train_epoch(int epoch, int64_t* completed) override {
+  absl::StatusOr<EpochRun> train_epoch(int epoch, int64_t done_steps, int64_t* completed) override {
+    const int64_t steps = steps_per_epoch_ - done_steps;
     const int64_t closures =
-        (steps_per_epoch_ + options_.steps_per_execution - 1) / options_.steps_per_execution;
+        (steps + options_.steps_per_execution - 1) / options_.steps_per_execution;
+    in_doubt_before_epoch_ = coordinator_->closures_in_doubt();
     return run_training_epoch(*coordinator_, model_.step_function(), *args_, closures, options_,
                               epoch, model_.new_totals(), completed);
+  }
+
+  absl::Status check_state_after_stop() const override {
+    // The cancelled closures are back (join returned): each step that began
+    // on a live worker ran to its end (the step functions look for
+    // cancellation only between steps). A closure whose worker failed
+    // mid-call and that was not run again may have left a step half
+    // applied.
+    const int64_t in_doubt = coordinator_->closures_in_doubt() - in_doubt_before_epoch_;
+    if (in_doubt == 0) return absl::OkStatus();
+    return absl::FailedPreconditionError(
+        absl::StrCat(in_doubt,
+                     " closure(s) were running on workers that failed and did not run again, so "
+                     "their updates may have reached some ps tasks and not others"));
   }
 
   absl::StatusOr<ModelMetrics> evaluate() override { return model_.evaluate(variables_); }
@@ -71,6 +88,10 @@ class PsTraining final : public TrainingSession {
   std::optional<Optimizer> optimizer_;
   std::unique_ptr<ClusterCoordinator> coordinator_;
   std::optional<RemoteStructure> args_;  // every closure's
+  int64_t in_doubt_before_epoch_ = 0;    // coordinator_->closures_in_doubt()
+  // Cancels the coordinator's closures on a stop request; before
+  // coordinator_ in destruction.
+  StopRequest::Callback cancel_on_stop_;
 };
 
 absl::Status PsTraining::start(absl::Time start) {
@@ -89,6 +110,12 @@ absl::Status PsTraining::start(absl::Time start) {
     optimizer_.emplace(std::move(optimizer));
   }
   PSFLOW_ASSIGN_OR_RETURN(coordinator_, ClusterCoordinator::create(*strategy_));
+  if (options_.stop != nullptr) {
+    cancel_on_stop_ =
+        options_.stop->on_stop([coordinator = coordinator_.get()](const absl::Status& reason) {
+          coordinator->cancel(reason);
+        });
+  }
   // A worker that cannot read its data fails here, naming its host, before
   // any step runs.
   PSFLOW_RETURN_IF_ERROR(check_workers_data(spec_, model_.dataset_function(),
