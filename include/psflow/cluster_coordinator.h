@@ -143,6 +143,27 @@ class ClusterCoordinator {
   // unless an error is pending: then it reports it as join does.
   [[nodiscard]] absl::StatusOr<bool> done();
 
+  // Stops the work in progress early, e.g. on SIGTERM (TF has no such
+  // call; `psflow train` makes it): every closure queued or waiting for its
+  // inputs fails with `reason` (CANCELLED when `reason` is OK), the running
+  // ones are asked to stop (WorkerContext::is_cancelled; psflow's training
+  // functions stop between two steps), and `reason` is recorded as a
+  // closure error would be: the next schedule(), join() or done() reports
+  // it (or an error recorded before it), once no closure is running any
+  // more; then the coordinator is usable again. Does not block.
+  void cancel(absl::Status reason);
+
+  // How many closures ended without a complete run after a worker failed
+  // while running them: put back for another worker, then cancelled (by
+  // cancel() or an error) or failed (all workers lost, a poison closure)
+  // before one ran them through; over the coordinator's life. Their
+  // variable updates may have reached some parameter servers and not
+  // others (a retry would have completed them, see exactly_once). A
+  // program that saves a checkpoint after cancel() and join() has a
+  // consistent one when this did not grow since the closures were
+  // scheduled.
+  [[nodiscard]] int64_t closures_in_doubt() const;
+
   // Waits for and returns the value of every RemoteValue in `values`, the
   // rest passing through unchanged; the first error in nest order, if any.
   [[nodiscard]] absl::StatusOr<Structure> fetch(const RemoteStructure& values) const;

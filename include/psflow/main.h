@@ -28,8 +28,9 @@ namespace psflow {
 // way LocalCluster, `psflow local-cluster --binary` and cluster manifests
 // start tasks, with the role from TF_CONFIG or the flags of `psflow server
 // --help`), serves that task until SIGTERM or SIGINT and returns the exit
-// code (0 after a clean stop; 2 for bad flags or TF_CONFIG, with the error
-// on stderr). Otherwise returns nullopt and changes nothing. Call it before
+// code (128+signal after the clean stop the signal asks for: 143 for
+// SIGTERM, 130 for SIGINT; 2 for bad flags or TF_CONFIG, with the error on
+// stderr). Otherwise returns nullopt and changes nothing. Call it before
 // the program starts any thread: a task blocks the termination signals in
 // every thread and waits for them on one of its own.
 [[nodiscard]] std::optional<int> run_task_if_started_as_one(int argc, char** argv);

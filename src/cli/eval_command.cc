@@ -1,9 +1,12 @@
 // `psflow eval`: the sidecar evaluator of a training run.
 #include <cstdio>
+#include <optional>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "cli/commands.h"
+#include "cli/signals.h"
 #include "train/evaluator.h"
 
 namespace psflow::internal {
@@ -20,7 +23,12 @@ constexpr CommandHelp kEvalHelp = {
     R"(Runs beside `psflow train --run-dir DIR`: evaluates each new checkpoint of
 DIR/checkpoints on the test set, reading the checkpoint files only (it never
 talks to the parameter servers), appends the metrics to DIR/eval/metrics.jsonl
-and TensorBoard events to DIR/eval, and exits once training has finished.)"};
+and TensorBoard events to DIR/eval, and exits once training has finished.
+
+Stopping: on the first SIGTERM or SIGINT it finishes the checkpoint it is
+evaluating (if any), evaluates no other and exits within 10 s with status
+128+signal (143 for SIGTERM, 130 for SIGINT); a second signal exits at once. A
+rerun goes on with the checkpoints not evaluated yet.)"};
 
 void add_eval_flags(CLI::App& app, EvalFlags& flags) {
   app.add_option("--run-dir", flags.run_dir, "The training run directory")->required();
@@ -31,11 +39,21 @@ void add_eval_flags(CLI::App& app, EvalFlags& flags) {
 }
 
 int run_eval(const EvalFlags& flags) {
+  SignalShutdown shutdown;
   EvaluatorOptions options;
   options.run_dir = flags.run_dir;
   options.once = flags.once;
   options.timeout = absl::Seconds(flags.timeout_seconds);
+  options.stop = &shutdown.stop_request();
+  (void)options.stop->set_activity(
+      {absl::StrCat("evaluating a checkpoint of ", flags.run_dir), /*at_once=*/false});
   absl::StatusOr<int> evaluated = run_evaluator(options);
+  if (std::optional<int> stopped = shutdown.exit_code(); stopped.has_value()) {
+    std::printf("eval: %s; metrics so far in %s/eval/metrics.jsonl\n",
+                std::string(options.stop->reason().message()).c_str(), flags.run_dir.c_str());
+    std::fflush(stdout);
+    return *stopped;
+  }
   if (!evaluated.ok()) {
     std::fprintf(stderr, "psflow eval: %s\n", evaluated.status().ToString().c_str());
     return absl::IsNotFound(evaluated.status()) || absl::IsInvalidArgument(evaluated.status())

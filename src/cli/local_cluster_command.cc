@@ -2,10 +2,12 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <optional>
 
 #include "base/logging.h"
 #include "cli/commands.h"
 #include "cli/local_cluster_session.h"
+#include "cli/signals.h"
 
 namespace psflow::internal {
 
@@ -74,23 +76,36 @@ constexpr CommandHelp kLocalClusterHelp = {
     R"(Starts the tasks as child processes, prints one line per task on stdout,
   <job> <index> <address> pid=<pid>
 then a line "ready" once every task answers health checks, and keeps them
-running until SIGTERM or SIGINT (a second one exits at once). The tasks die
-with this process, even when it is killed with SIGKILL.)"};
+running until SIGTERM or SIGINT. The tasks die with this process, even when it
+is killed with SIGKILL.
+
+Stopping: on the first SIGTERM or SIGINT it stops its tasks (SIGTERM, then
+SIGKILL after 3 s) and exits within 10 s with status 128+signal (143 for
+SIGTERM, 130 for SIGINT); during start-up it exits at once. A second signal
+exits at once.)"};
 
 int run_local_cluster(const LocalClusterFlags& flags) {
-  LocalClusterSession session;
-  absl::StatusOr<LocalCluster*> cluster = session.start(to_local_cluster_options(flags));
-  if (!cluster.ok()) {
-    std::fprintf(stderr, "psflow local-cluster: %s\n", cluster.status().ToString().c_str());
-    return kExitFailure;
-  }
-  PSFLOW_LOG(Info, "cluster: ", (*cluster)->cluster_spec().to_json());
-  print_tasks(**cluster, stdout);
-  std::fputs("ready\n", stdout);
-  std::fflush(stdout);
-  session.wait_for_termination_signal();
-  (*cluster)->stop();
-  return kExitOk;
+  SignalShutdown shutdown;
+  StopRequest& stop = shutdown.stop_request();
+  {
+    LocalClusterSession session(shutdown);
+    absl::StatusOr<LocalCluster*> cluster = session.start(to_local_cluster_options(flags));
+    if (!cluster.ok()) {
+      if (shutdown.exit_code().has_value()) return *shutdown.exit_code();
+      std::fprintf(stderr, "psflow local-cluster: %s\n", cluster.status().ToString().c_str());
+      return kExitFailure;
+    }
+    PSFLOW_LOG(Info, "cluster: ", (*cluster)->cluster_spec().to_json());
+    print_tasks(**cluster, stdout);
+    std::fputs("ready\n", stdout);
+    std::fflush(stdout);
+    if (stop.set_activity({"serving", /*at_once=*/false})) {
+      // Bounded by the process's life: serving is what it is for.
+      while (!stop.wait_for(absl::Hours(1))) {
+      }
+    }
+  }  // Stops the tasks.
+  return shutdown.exit_code().value_or(kExitOk);
 }
 
 }  // namespace

@@ -1,38 +1,28 @@
 #include "cli/local_cluster_session.h"
 
-#include <unistd.h>
+#include <utility>
 
-#include "base/logging.h"
+#include "absl/strings/str_cat.h"
 
 namespace psflow::internal {
 
-LocalClusterSession::LocalClusterSession()
-    : watcher_(
-          std::make_unique<TerminationSignalWatcher>([this](int signo) { on_signal(signo); })) {}
-
 LocalClusterSession::~LocalClusterSession() {
-  watcher_.reset();
-  cluster_.reset();
+  if (cluster_ == nullptr) return;
+  (void)shutdown_.stop_request().set_activity(
+      {"stopping the local cluster's tasks", /*at_once=*/false});
+  cluster_->stop(kLocalClusterStopGrace);
 }
 
 absl::StatusOr<LocalCluster*> LocalClusterSession::start(LocalClusterOptions options) {
+  const std::string what = absl::StrCat("starting the local cluster (", options.num_ps, " ps, ",
+                                        options.num_workers, " workers)");
+  if (!shutdown_.stop_request().set_activity({what, /*at_once=*/true})) {
+    return shutdown_.stop_request().reason();
+  }
   absl::StatusOr<std::unique_ptr<LocalCluster>> cluster = LocalCluster::start(std::move(options));
   if (!cluster.ok()) return cluster.status();
   cluster_ = *std::move(cluster);
-  absl::MutexLock lock(&mu_);
-  started_ = true;
   return cluster_.get();
-}
-
-void LocalClusterSession::wait_for_termination_signal() { signalled_.WaitForNotification(); }
-
-void LocalClusterSession::on_signal(int signo) {
-  absl::MutexLock lock(&mu_);
-  if (!started_) {
-    PSFLOW_LOG(Warning, "interrupted while the local cluster was starting; exiting");
-    _exit(128 + signo);
-  }
-  signalled_.Notify();
 }
 
 }  // namespace psflow::internal

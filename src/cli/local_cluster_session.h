@@ -4,41 +4,40 @@
 
 #include <memory>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
-#include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
 #include "cli/signals.h"
 #include "psflow/local_cluster.h"
 
 namespace psflow::internal {
 
-// Starts a LocalCluster under a TerminationSignalWatcher. A signal during
-// start-up exits the process at once with 128+signo (LocalCluster::start
-// cannot be interrupted; the tasks die with this process through
-// PR_SET_PDEATHSIG); afterwards it only wakes wait_for_termination_signal().
-// Thread-safety: use from one thread; the watcher's thread only touches the
-// guarded state.
+// How long the tasks of a local cluster have to exit after SIGTERM when
+// the program stops on a signal, before SIGKILL (they stop within their
+// own 2 s server grace).
+inline constexpr absl::Duration kLocalClusterStopGrace = absl::Seconds(3);
+
+// Starts a LocalCluster under a SignalShutdown. A signal during start-up
+// exits the process at once with 128+signo, naming what was starting
+// (LocalCluster::start cannot be interrupted; the tasks die with this
+// process through PR_SET_PDEATHSIG); afterwards the signal requests the
+// shutdown's stop, and the session stops the cluster when it goes.
+// Thread-safety: use from one thread.
 class LocalClusterSession {
  public:
-  LocalClusterSession();
-  // Stops the cluster (if started) after the watcher is gone.
+  // `shutdown` must outlive the session.
+  explicit LocalClusterSession(SignalShutdown& shutdown) : shutdown_(shutdown) {}
+  // Stops the cluster (if started): its tasks get SIGTERM, and SIGKILL
+  // after kLocalClusterStopGrace.
   ~LocalClusterSession();
+  LocalClusterSession(const LocalClusterSession&) = delete;
+  LocalClusterSession& operator=(const LocalClusterSession&) = delete;
 
   // The cluster stays owned by the session.
-  [[nodiscard]] absl::StatusOr<LocalCluster*> start(LocalClusterOptions options)
-      ABSL_LOCKS_EXCLUDED(mu_);
-  void wait_for_termination_signal();
+  [[nodiscard]] absl::StatusOr<LocalCluster*> start(LocalClusterOptions options);
 
  private:
-  void on_signal(int signo);
-
-  absl::Mutex mu_;
-  bool started_ ABSL_GUARDED_BY(mu_) = false;
-  absl::Notification signalled_;
+  SignalShutdown& shutdown_;
   std::unique_ptr<LocalCluster> cluster_;
-  // Last: destroyed first, as its callback uses the members above.
-  std::unique_ptr<TerminationSignalWatcher> watcher_;
 };
 
 }  // namespace psflow::internal

@@ -38,10 +38,14 @@ constexpr CommandHelp kServerHelp = {
     "server", "Run one ps or worker task of a cluster until SIGTERM or SIGINT",
     R"(The cluster and the task come from the TF_CONFIG environment variable, as in
 TensorFlow; the flags above override it. A ps task holds variables, a worker
-runs scheduled functions; the chief (coordinator) is `psflow train`. Exit code:
-0 after a clean shutdown, 2 for a bad configuration, 1 when it cannot serve
-(e.g. the port is in use). Under Slurm, --cluster-resolver slurm reads the
-cluster and the role from the srun step instead (see deploy/slurm/).
+runs scheduled functions; the chief (coordinator) is `psflow train`.
+
+Stopping: on the first SIGTERM or SIGINT it stops accepting calls, lets running
+calls finish for up to 2 s and exits within 10 s with status 128+signal (143
+for SIGTERM, 130 for SIGINT); a second signal exits at once. Other exit codes:
+2 for a bad configuration, 1 when it cannot serve (e.g. the port is in use).
+Under Slurm, --cluster-resolver slurm reads the cluster and the role from the
+srun step instead (see deploy/slurm/).
 
 Where it listens: on the address TF_CONFIG names for this task, never on every
 interface unless told to. A loopback or IP address is bound as given; a name
@@ -277,13 +281,19 @@ int run_server(const ServerFlags& flags, const CLI::App& app) {
     return kExitFailure;
   }
   PSFLOW_LOG(Info, "serving ", (*server)->task_name(), " at ", (*server)->target());
+  std::optional<int> stopped;
   {
     // Signals that arrived before this point are pending and handled now.
-    TerminationSignalWatcher watcher([&server](int) { (*server)->stop(); });
+    SignalShutdown shutdown;
+    (void)shutdown.stop_request().set_activity(
+        {"stopping the server (running calls finish)", /*at_once=*/false});
+    const StopRequest::Callback stop_server =
+        shutdown.stop_request().on_stop([&server](const absl::Status&) { (*server)->stop(); });
     (*server)->join();
+    stopped = shutdown.exit_code();
   }
   PSFLOW_LOG(Info, "stopped ", (*server)->task_name());
-  return kExitOk;
+  return stopped.value_or(kExitOk);
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include "cli/cluster_flags.h"
 #include "cli/commands.h"
 #include "cli/local_cluster_session.h"
+#include "cli/signals.h"
 #include "psflow/cluster_resolver.h"
 #include "rpc/channel.h"
 #include "train/model_registry.h"
@@ -33,6 +34,7 @@ struct TrainFlags {
   LocalClusterFlags cluster;
   TrainOptions train;
   ClusterResolverFlags cluster_resolver;
+  double stop_timeout_seconds = absl::ToDoubleSeconds(kDefaultStopTimeout);
 };
 
 constexpr CommandHelp kTrainHelp = {
@@ -42,9 +44,22 @@ loopback (task logs in <run-dir>/logs) and trains on it. With TF_CONFIG naming
 this task the chief, coordinates the ps and worker tasks listed there (run them
 with `psflow server`). With --cluster-resolver slurm, the same from the srun
 step's variables: this rank must be the chief of --slurm-jobs (see
-deploy/slurm/). Data: Debian's dataset-fashion-mnist package.)"};
+deploy/slurm/). Data: Debian's dataset-fashion-mnist package.
 
-int report(const absl::StatusOr<TrainSummary>& summary, const TrainOptions& options);
+Stopping: on the first SIGTERM or SIGINT it schedules nothing more, cancels the
+closures in flight (a worker stops between two steps), waits for them to come
+back, saves a checkpoint of the steps done when it is consistent (every step
+that was applied, applied on every ps; none half-applied by a worker that
+failed mid-call), stops the local cluster's tasks and exits with status
+128+signal (143 for SIGTERM, 130 for SIGINT). A rerun with the same --run-dir
+resumes from that checkpoint, in the middle of its epoch. All of this within
+--stop-timeout (10 s): past it, it exits with the same status without
+finishing (e.g. a closure on a paused worker never came back; no checkpoint
+then). Before training starts (waiting for tasks, loading data) it exits at
+once, saying what it was waiting for. A second signal exits at once.)"};
+
+int report(const absl::StatusOr<TrainSummary>& summary, const TrainOptions& options,
+           const SignalShutdown& shutdown);
 
 std::string default_run_dir(const TrainOptions& options) {
   return absl::StrCat("runs/",
@@ -77,6 +92,15 @@ absl::StatusOr<RunDirLock> take_run_dir(TrainOptions& options, bool default_dir)
 int run_train(const TrainFlags& given, const CLI::App& app) {
   TrainFlags flags = given;
   TrainOptions& options = flags.train;
+  if (!(flags.stop_timeout_seconds >= 1) || flags.stop_timeout_seconds > 3600) {
+    std::fprintf(stderr, "psflow train: --stop-timeout %g is out of range; use 1 to 3600 seconds\n",
+                 flags.stop_timeout_seconds);
+    return kExitUsage;
+  }
+  SignalShutdown shutdown(absl::Seconds(flags.stop_timeout_seconds));
+  StopRequest& stop = shutdown.stop_request();
+  options.stop = &stop;
+  (void)stop.set_activity({"starting", /*at_once=*/true});
   absl::StatusOr<std::unique_ptr<Model>> model = make_model(options.model);
   if (!model.ok()) {
     std::fprintf(stderr, "psflow train: %s\n", std::string(model.status().message()).c_str());
@@ -131,10 +155,10 @@ int run_train(const TrainFlags& given, const CLI::App& app) {
         static_cast<long long>(options.batch_size), options.optimizer.c_str(),
         options.learning_rate, options.run_dir.c_str());
     std::fflush(stdout);
-    return report(train(ClusterSpec(), options), options);
+    return report(train(ClusterSpec(), options), options, shutdown);
   }
 
-  LocalClusterSession session;
+  LocalClusterSession session(shutdown);
   ClusterSpec spec;
   // An external cluster: Slurm's when asked for, else TF_CONFIG's when set.
   absl::StatusOr<std::optional<SlurmClusterResolver>> slurm =
@@ -171,13 +195,29 @@ int run_train(const TrainFlags& given, const CLI::App& app) {
     if (!lock_run_dir()) return kExitFailure;
     // Tasks may still be starting (pods scheduled one by one): wait for all
     // of them within the start-up bound, then name those that never came.
+    // A signal meanwhile exits at once, naming the task waited for.
+    const int tasks = spec.num_tasks(kPsJob) + spec.num_tasks(kWorkerJob);
+    bool said = false;
     const absl::Time deadline = absl::Now() + absl::Seconds(flags.cluster.startup_timeout_seconds);
     std::vector<std::string> missing;
     for (std::string_view job : {kPsJob, kWorkerJob}) {
       for (int index : spec.task_indices(job)) {
         absl::StatusOr<std::string> address = spec.task_address(job, index);
         if (!address.ok()) continue;
-        absl::Status healthy = wait_for_healthy(*address, task_name(job, index), deadline);
+        const std::string name = task_name(job, index);
+        if (!stop.set_activity(
+                {absl::StrCat("waiting for ", name, " at ", *address, " to answer"), true})) {
+          return *shutdown.exit_code();
+        }
+        if (!said) {
+          std::printf(
+              "waiting for the %d ps and worker tasks of the TF_CONFIG cluster to answer "
+              "(--startup-timeout %g s)\n",
+              tasks, flags.cluster.startup_timeout_seconds);
+          std::fflush(stdout);
+          said = true;
+        }
+        absl::Status healthy = wait_for_healthy(*address, name, deadline);
         if (!healthy.ok()) missing.push_back(std::string(healthy.message()));
       }
     }
@@ -205,24 +245,34 @@ int run_train(const TrainFlags& given, const CLI::App& app) {
     std::filesystem::create_directories(cluster_options.log_dir, ec);
     absl::StatusOr<LocalCluster*> cluster = session.start(cluster_options);
     if (!cluster.ok()) {
+      if (shutdown.exit_code().has_value()) return *shutdown.exit_code();
       std::fprintf(stderr, "psflow train: %s\n", cluster.status().ToString().c_str());
       return kExitFailure;
     }
     print_tasks(**cluster, stdout);
     spec = (*cluster)->cluster_spec();
   }
+  if (!stop.set_activity({"starting training", /*at_once=*/true})) {
+    return *shutdown.exit_code();
+  }
   std::printf("training %s on %s: %d epochs, batch %lld, %s lr %g; run dir %s\n",
               options.model.c_str(), data.c_str(), options.epochs,
               static_cast<long long>(options.batch_size), options.optimizer.c_str(),
               options.learning_rate, options.run_dir.c_str());
   std::fflush(stdout);
-  return report(train(spec, options), options);
+  return report(train(spec, options), options, shutdown);
 }
 
-int report(const absl::StatusOr<TrainSummary>& summary, const TrainOptions& options) {
+int report(const absl::StatusOr<TrainSummary>& summary, const TrainOptions& options,
+           const SignalShutdown& shutdown) {
+  // A signal ends the process with 128+signal, whatever the run reached
+  // (the training loop said what it kept).
+  const std::optional<int> stopped = shutdown.exit_code();
   if (!summary.ok()) {
-    std::fprintf(stderr, "psflow train: %s\n", summary.status().ToString().c_str());
-    return kExitFailure;
+    if (!stopped.has_value() || summary.status() != options.stop->reason()) {
+      std::fprintf(stderr, "psflow train: %s\n", summary.status().ToString().c_str());
+    }
+    return stopped.value_or(kExitFailure);
   }
   std::printf(
       "done: test accuracy %.4f, test loss %.4f after %d epochs (%lld steps, %.0f examples/s, "
@@ -235,12 +285,16 @@ int report(const absl::StatusOr<TrainSummary>& summary, const TrainOptions& opti
                 summary->ps_recoveries, static_cast<long long>(summary->rolled_back_steps));
   }
   std::fflush(stdout);
-  return kExitOk;
+  return stopped.value_or(kExitOk);
 }
 
 void add_train_flags(CLI::App& app, TrainFlags& flags) {
   add_local_cluster_flags(app, flags.cluster);
   add_cluster_resolver_flags(app, flags.cluster_resolver);
+  app.add_option("--stop-timeout", flags.stop_timeout_seconds,
+                 "Seconds the first SIGTERM or SIGINT leaves to stop: cancel the closures in "
+                 "flight, save a checkpoint, stop the local cluster (see below)")
+      ->capture_default_str();
   TrainOptions& o = flags.train;
   app.add_option("--model", o.model,
                  "mlp (784-256-10) or logreg on Fashion-MNIST; wide_deep (sharded embeddings "

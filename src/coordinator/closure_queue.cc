@@ -109,10 +109,12 @@ void ClosureQueue::mark_finished(const std::shared_ptr<Closure>& closure, Struct
   last_finish_ = absl::Now();
 }
 
-void ClosureQueue::mark_failed(const std::shared_ptr<Closure>& closure, absl::Status error) {
+void ClosureQueue::mark_failed(const std::shared_ptr<Closure>& closure, absl::Status error,
+                               bool in_doubt) {
   bool first;
   {
     absl::MutexLock lock(&mu_);
+    if (in_doubt) ++in_doubt_;
     first = record_error_locked(error);
     last_finish_ = absl::Now();
   }
@@ -136,6 +138,7 @@ void ClosureQueue::put_back(std::shared_ptr<Closure> closure) {
       --in_flight_;
       return;
     }
+    ++in_doubt_;  // Its worker failed mid-call, and it runs no more.
   }
   closure->finish(std::move(cancelled));
   absl::MutexLock lock(&mu_);
@@ -204,6 +207,11 @@ int64_t ClosureQueue::num_queued() const {
   return queued_locked();
 }
 
+int64_t ClosureQueue::num_in_doubt() const {
+  absl::MutexLock lock(&mu_);
+  return in_doubt_;
+}
+
 int64_t ClosureQueue::num_in_flight() const {
   absl::MutexLock lock(&mu_);
   return in_flight_;
@@ -232,7 +240,11 @@ void ClosureQueue::finish_failure(bool first) {
 std::vector<std::shared_ptr<Closure>> ClosureQueue::take_all_locked() {
   std::vector<std::shared_ptr<Closure>> out;
   out.reserve(fifo_.size() + waiting_.size());
-  for (auto& closure : fifo_) out.push_back(std::move(closure));
+  for (auto& closure : fifo_) {
+    // Only put-back closures were sent to a worker before.
+    if (closure->attempts > 0) ++in_doubt_;
+    out.push_back(std::move(closure));
+  }
   for (auto& [id, closure] : waiting_) out.push_back(std::move(closure));
   fifo_.clear();
   waiting_.clear();

@@ -62,9 +62,10 @@ class ClosureQueue : public std::enable_shared_from_this<ClosureQueue> {
   // The closure in flight succeeded; `result` becomes its value.
   void mark_finished(const std::shared_ptr<Closure>& closure, Structure result)
       ABSL_LOCKS_EXCLUDED(mu_);
-  // The closure in flight failed with an application error.
-  void mark_failed(const std::shared_ptr<Closure>& closure, absl::Status error)
-      ABSL_LOCKS_EXCLUDED(mu_);
+  // The closure in flight failed with an application error; `in_doubt`
+  // when its last worker failed mid-call (see num_in_doubt).
+  void mark_failed(const std::shared_ptr<Closure>& closure, absl::Status error,
+                   bool in_doubt = false) ABSL_LOCKS_EXCLUDED(mu_);
   // The closure in flight did not complete because its worker failed: it
   // goes back to the tail of the queue for any worker, or is cancelled when
   // an error is pending. May exceed the size bound (by at most one closure
@@ -85,6 +86,13 @@ class ClosureQueue : public std::enable_shared_from_this<ClosureQueue> {
   // on a closure of this queue any more).
   void await_no_in_flight() ABSL_LOCKS_EXCLUDED(mu_);
 
+  // Closures that ended without a complete run after a worker failed
+  // while running them (put back, then cancelled or failed before another
+  // worker ran them through, or failed as a poison closure): their updates
+  // may have reached some parameter servers and not others. Over the
+  // queue's life.
+  [[nodiscard]] int64_t num_in_doubt() const ABSL_LOCKS_EXCLUDED(mu_);
+
   // Closures queued (waiting included) and in flight, for tests and logs.
   [[nodiscard]] int64_t num_queued() const ABSL_LOCKS_EXCLUDED(mu_);
   [[nodiscard]] int64_t num_in_flight() const ABSL_LOCKS_EXCLUDED(mu_);
@@ -100,6 +108,8 @@ class ClosureQueue : public std::enable_shared_from_this<ClosureQueue> {
   // Ends an error being handled by the caller (counted in flight): cancels
   // what waits or is queued when `first`, then leaves the in-flight count.
   void finish_failure(bool first);
+  // Empties the FIFO and the waiting closures, counting those that ran on a
+  // worker that failed as in doubt.
   std::vector<std::shared_ptr<Closure>> take_all_locked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Waits for no closure in flight, then returns and clears the pending
   // error (OK when none).
@@ -123,6 +133,7 @@ class ClosureQueue : public std::enable_shared_from_this<ClosureQueue> {
   // Keyed by closure id: cancelled in schedule order.
   std::map<uint64_t, std::shared_ptr<Closure>> waiting_ ABSL_GUARDED_BY(mu_);
   int64_t in_flight_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t in_doubt_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Time last_finish_ ABSL_GUARDED_BY(mu_);
   absl::Status error_ ABSL_GUARDED_BY(mu_);
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;

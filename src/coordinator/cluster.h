@@ -36,6 +36,9 @@ class Cluster {
                                                      RemoteStructure args);
   [[nodiscard]] absl::Status join() { return queue_->wait(); }
   [[nodiscard]] absl::StatusOr<bool> done() { return queue_->done(); }
+  // ClusterCoordinator::cancel and closures_in_doubt.
+  void cancel(const absl::Status& reason) { (void)queue_->abort_queued(reason); }
+  [[nodiscard]] int64_t closures_in_doubt() const { return queue_->num_in_doubt(); }
   [[nodiscard]] int num_workers() const { return static_cast<int>(dispatchers_.size()); }
 
  private:

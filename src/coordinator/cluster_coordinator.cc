@@ -85,6 +85,13 @@ absl::Status ClusterCoordinator::join() { return cluster_->join(); }
 
 absl::StatusOr<bool> ClusterCoordinator::done() { return cluster_->done(); }
 
+void ClusterCoordinator::cancel(absl::Status reason) {
+  if (reason.ok()) reason = absl::CancelledError("ClusterCoordinator::cancel");
+  cluster_->cancel(reason);
+}
+
+int64_t ClusterCoordinator::closures_in_doubt() const { return cluster_->closures_in_doubt(); }
+
 absl::StatusOr<Structure> ClusterCoordinator::fetch(const RemoteStructure& values) const {
   return resolve_remote_values(values, [](const RemoteValue& value) { return value.fetch(); });
 }

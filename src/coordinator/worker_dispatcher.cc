@@ -142,7 +142,8 @@ void WorkerDispatcher::on_run_done(const std::shared_ptr<Closure>& closure, bool
                 connection_->task_name(), ": ", result.transport.message(),
                 "); it is presumed to crash workers and is not retried again "
                 "(ClusterCoordinatorOptions::max_worker_failures_per_closure = ",
-                max_worker_failures_, ").")));
+                max_worker_failures_, ").")),
+            /*in_doubt=*/true);
       } else {
         PSFLOW_LOG(Warning, connection_->task_name(), " failed while running closure ",
                    closure->id(), " ('", closure->function_name(), "', attempt ", closure->attempts,

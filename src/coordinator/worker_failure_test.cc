@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/synchronization/notification.h"
 #include "coordinator/cluster_coordinator_internal.h"
 #include "coordinator/coordinator_test_util.h"
 #include "coordinator/in_process_worker.h"
@@ -201,6 +202,7 @@ TEST_F(WorkerFailureTest, PoisonClosureFailsAfterTheBoundOfWorkerFailures) {
   EXPECT_NE(joined.message().find("presumed to crash workers"), std::string_view::npos) << joined;
   EXPECT_EQ(poison_runs.load(), 3);
   EXPECT_EQ(poison.fetch().status(), joined);
+  EXPECT_EQ(c->closures_in_doubt(), 1);  // Its last run may have done part.
   // The workers are fine: ordinary closures run.
   PSFLOW_ASSERT_OK_AND_ASSIGN(RemoteValue ok, c->schedule("wf_test_index"));
   EXPECT_TRUE(c->join().ok());
@@ -306,6 +308,69 @@ TEST_F(WorkerFailureTest, QueuedClosuresFailWhenEveryWorkerIsLostForTheBound) {
     }
   }
   EXPECT_TRUE(ran);
+}
+
+// Runs until cancelled (bounded): a step loop that notices cancellation.
+Gate g_started;
+PSFLOW_FUNCTION(wf_test_until_cancelled, ctx, args) {
+  g_started.pass();
+  const absl::Time end = absl::Now() + absl::Seconds(60);
+  while (!ctx.is_cancelled() && absl::Now() < end) absl::SleepFor(absl::Milliseconds(1));
+  return ctx.is_cancelled() ? absl::CancelledError("stopped between steps")
+                            : absl::DeadlineExceededError("never cancelled");
+}
+
+// cancel() (what `psflow train` does on SIGTERM): queued closures fail with
+// the reason, the running one is asked to stop, join() reports the reason
+// once it is back, and the coordinator is usable again.
+TEST_F(WorkerFailureTest, CancelFailsQueuedClosuresStopsRunningOnesAndReportsOnce) {
+  g_started.reset();
+  g_started.open();  // Counts arrivals without holding them.
+  auto c = flaky_coordinator(1, [](int, const RunRequest&) { return absl::OkStatus(); });
+  ASSERT_NE(c, nullptr);
+  PSFLOW_ASSERT_OK_AND_ASSIGN(RemoteValue running, c->schedule("wf_test_until_cancelled"));
+  std::vector<RemoteValue> queued;
+  for (int i = 0; i < 3; ++i) {
+    PSFLOW_ASSERT_OK_AND_ASSIGN(RemoteValue r, c->schedule("wf_test_index"));
+    queued.push_back(r);
+  }
+  ASSERT_TRUE(g_started.await_arrivals(1));
+  const absl::Status reason = absl::CancelledError("interrupted by SIGTERM");
+  c->cancel(reason);
+  for (const RemoteValue& r : queued) EXPECT_EQ(r.fetch().status(), reason);
+  EXPECT_EQ(c->join(), reason);
+  EXPECT_THAT(running.fetch().status().message(), ::testing::HasSubstr("stopped between steps"));
+  EXPECT_EQ(g_runs, 0);
+  EXPECT_EQ(c->closures_in_doubt(), 0);  // Every closure sent came back.
+  EXPECT_TRUE(c->join().ok());           // Reported once.
+  PSFLOW_ASSERT_OK_AND_ASSIGN(RemoteValue again, c->schedule("wf_test_index"));
+  EXPECT_TRUE(c->join().ok());
+  EXPECT_TRUE(again.fetch().ok());
+}
+
+// A closure whose worker failed mid-call and that is cancelled before
+// another worker runs it may have applied part of its updates: in doubt.
+// One never sent to a worker is not.
+TEST_F(WorkerFailureTest, ClosuresCancelledAfterTheirWorkerFailedAreInDoubt) {
+  absl::Notification failed_once;
+  auto c = flaky_coordinator(
+      1,
+      [&](int, const RunRequest&) {
+        if (!failed_once.HasBeenNotified()) failed_once.Notify();
+        return absl::UnavailableError("Socket closed");
+      },
+      {}, [](int) { return absl::UnavailableError("Connection refused"); });
+  ASSERT_NE(c, nullptr);
+  PSFLOW_ASSERT_OK_AND_ASSIGN(RemoteValue sent, c->schedule("wf_test_index"));
+  PSFLOW_ASSERT_OK_AND_ASSIGN(RemoteValue never_sent, c->schedule("wf_test_index"));
+  ASSERT_TRUE(failed_once.WaitForNotificationWithTimeout(kTestTimeout));
+  // The only worker is lost: nothing runs until cancel() ends the wait.
+  const absl::Status reason = absl::CancelledError("interrupted by SIGTERM");
+  c->cancel(reason);
+  EXPECT_EQ(c->join(), reason);
+  EXPECT_FALSE(sent.fetch().ok());
+  EXPECT_EQ(never_sent.fetch().status(), reason);
+  EXPECT_EQ(c->closures_in_doubt(), 1);
 }
 
 }  // namespace

@@ -54,10 +54,19 @@ absl::StatusOr<EpochLoop> EpochLoop::create(const ClusterSpec& spec, const Train
     PSFLOW_ASSIGN_OR_RETURN(std::optional<std::string> restored, manager.restore_or_initialize());
     if (restored.has_value()) {
       PSFLOW_ASSIGN_OR_RETURN(int64_t iterations, load_checkpoint_iterations(*restored));
+      loop.restored_steps_ = iterations;
       loop.first_epoch_ = static_cast<int>(iterations / steps_per_epoch) + 1;
+      // A checkpoint saved on a stop request may end mid-epoch.
+      loop.first_epoch_done_steps_ = iterations % steps_per_epoch;
       if (options.out != nullptr) {
-        std::fprintf(options.out, "resuming from %s: %lld steps done, starting at epoch %d\n",
-                     restored->c_str(), static_cast<long long>(iterations), loop.first_epoch_);
+        const std::string within =
+            loop.first_epoch_done_steps_ == 0 || loop.first_epoch_ > options.epochs
+                ? ""
+                : absl::StrCat(" at step ", loop.first_epoch_done_steps_ + 1, " of ",
+                               steps_per_epoch);
+        std::fprintf(options.out, "resuming from %s: %lld steps done, starting at epoch %d%s\n",
+                     restored->c_str(), static_cast<long long>(iterations), loop.first_epoch_,
+                     within.c_str());
         std::fflush(options.out);
       }
     }
@@ -75,15 +84,29 @@ absl::StatusOr<EpochLoop> EpochLoop::create(const ClusterSpec& spec, const Train
   return loop;
 }
 
+bool EpochLoop::set_activity(std::string what, bool at_once) const {
+  return options_->stop == nullptr || options_->stop->set_activity({std::move(what), at_once});
+}
+
 absl::Status EpochLoop::run(const EpochHooks& hooks) {
   const TrainOptions& options = *options_;
   if (first_epoch_ > options.epochs) return hooks.report_restored();
   // Steps applied since the model was last checkpointed or restored: what a
   // ps recovery rolls back.
   int64_t unsaved_steps = 0;
-  for (int epoch = first_epoch_; epoch <= options.epochs;) {
+  int epoch = first_epoch_;
+  int64_t done_steps = first_epoch_done_steps_;  // of `epoch`, in the model
+  // Bounded: every pass trains an epoch, or ends the run, or is one of at
+  // most options.max_ps_recoveries recoveries.
+  while (epoch <= options.epochs) {
+    if (!set_activity(absl::StrCat("training epoch ", epoch, "/", options.epochs,
+                                   ": waiting for the closures running on workers to come back "
+                                   "before saving a checkpoint"),
+                      /*at_once=*/false)) {
+      return stop(hooks, epoch, absl::OkStatus());
+    }
     int64_t completed = 0;
-    absl::Status epoch_status = hooks.run_epoch(epoch, &completed);
+    absl::Status epoch_status = hooks.run_epoch(epoch, done_steps, &completed);
     if (epoch_status.ok() && checkpoints_.has_value()) {
       epoch_status = checkpoints_->save().status();
     }
@@ -91,12 +114,22 @@ absl::Status EpochLoop::run(const EpochHooks& hooks) {
     if (epoch_status.ok()) {
       if (checkpoints_.has_value()) unsaved_steps = 0;
       ++epoch;
+      done_steps = 0;
       continue;
     }
+    if (stop_requested()) return stop(hooks, epoch, epoch_status);
     if (!ps_recovery_.has_value()) return epoch_status;
+    // Nothing to save while the ps tasks are restored: a stop ends it.
+    if (!set_activity("recovering from a lost ps task (every ps is restored from the latest "
+                      "checkpoint)",
+                      /*at_once=*/true)) {
+      return stop(hooks, epoch, epoch_status);
+    }
     // Returns epoch_status itself when it was no ps fault.
     PSFLOW_ASSIGN_OR_RETURN(PsRecovery::Restored restored, ps_recovery_->recover(epoch_status));
-    epoch = static_cast<int>(restored.iterations.value_or(0) / steps_per_epoch_) + 1;
+    const int64_t iterations = restored.iterations.value_or(0);
+    epoch = static_cast<int>(iterations / steps_per_epoch_) + 1;
+    done_steps = iterations % steps_per_epoch_;
     hooks.roll_back_to(epoch, unsaved_steps);
     if (options.out != nullptr) {
       std::fprintf(options.out, "%lld completed steps rolled back, training again from epoch %d\n",
@@ -106,6 +139,49 @@ absl::Status EpochLoop::run(const EpochHooks& hooks) {
     unsaved_steps = 0;
   }
   return absl::OkStatus();
+}
+
+absl::Status EpochLoop::stop(const EpochHooks& hooks, int epoch, const absl::Status& epoch_status) {
+  const TrainOptions& options = *options_;
+  const absl::Status reason = options.stop->reason();
+  const std::string where =
+      absl::StrCat(reason.message(), " during epoch ", epoch, "/", options.epochs);
+  std::string kept;
+  if (!checkpoints_.has_value()) {
+    kept = "this run keeps no checkpoints";
+  } else if (epoch_status.ok()) {
+    // Stopped between epochs: the last one was saved (or nothing trained).
+    const std::optional<std::string> latest = checkpoints_->latest_checkpoint();
+    kept = latest.has_value() ? absl::StrCat("every step done is in ", *latest,
+                                             "; rerun with the same --run-dir to resume")
+                              : "nothing was trained";
+  } else {
+    // The epoch's closures were cancelled and are back (join returned).
+    const absl::Status consistent =
+        epoch_status == reason
+            ? (hooks.check_state_after_stop ? hooks.check_state_after_stop() : absl::OkStatus())
+            : absl::AbortedError(absl::StrCat("the epoch failed: ", epoch_status.ToString()));
+    absl::StatusOr<std::string> saved = absl::UnknownError("not saved");
+    if (consistent.ok()) {
+      (void)set_activity("saving a checkpoint of the steps done", /*at_once=*/false);
+      saved = checkpoints_->save();
+    } else {
+      saved = consistent;
+    }
+    const std::optional<std::string> latest = checkpoints_->latest_checkpoint();
+    const std::string resume = latest.has_value()
+                                   ? absl::StrCat("; rerun with the same --run-dir to resume from ",
+                                                  saved.ok() ? "it" : *latest)
+                                   : "";
+    kept = saved.ok()
+               ? absl::StrCat("saved ", *saved, resume)
+               : absl::StrCat("no checkpoint saved (", saved.status().message(), ")", resume);
+  }
+  if (options.out != nullptr) {
+    std::fprintf(options.out, "%s: %s\n", where.c_str(), kept.c_str());
+    std::fflush(options.out);
+  }
+  return reason;
 }
 
 }  // namespace psflow::internal

@@ -1,9 +1,12 @@
 // What every coordinator-driven training run (psflow train, any model) does
 // around its epochs: a checkpoint after each epoch under
 // <run_dir>/checkpoints, a rerun on the same run directory resuming from
-// the latest one, and with TrainOptions::ps_recovery, surviving a restarted
-// ps by restoring every ps from the latest checkpoint and training again
-// from there (psflow/ps_recovery.h, docs/fault_tolerance.md).
+// the latest one (also from the middle of an epoch), with
+// TrainOptions::ps_recovery, surviving a restarted ps by restoring every ps
+// from the latest checkpoint and training again from there
+// (psflow/ps_recovery.h), and on a stop request (TrainOptions::stop, a
+// signal), a last checkpoint of the steps done when it is consistent
+// (docs/fault_tolerance.md, "Stopping").
 #ifndef PSFLOW_TRAIN_EPOCH_LOOP_H_
 #define PSFLOW_TRAIN_EPOCH_LOOP_H_
 
@@ -29,10 +32,17 @@ namespace psflow::internal {
 [[nodiscard]] absl::Status validate_ps_recovery_options(const TrainOptions& options);
 
 // The model-specific part of an epoch.
+// Thread-safety: use from one thread.
 struct EpochHooks {
-  // Runs epoch `epoch` (its closures, evaluation and report). Adds the
-  // steps whose closures completed to *completed, also when it fails.
-  std::function<absl::Status(int epoch, int64_t* completed)> run_epoch;
+  // Runs epoch `epoch` (its closures, evaluation and report), whose first
+  // `done_steps` steps are in the model already (a run resumed from the
+  // middle of it). Adds the steps whose closures completed to *completed,
+  // also when it fails.
+  std::function<absl::Status(int epoch, int64_t done_steps, int64_t* completed)> run_epoch;
+  // After a stop request ended an epoch (its closures cancelled and back):
+  // OK when the model holds exactly the steps that completed, else why
+  // not (no checkpoint is saved then).
+  std::function<absl::Status()> check_state_after_stop;
   // A ps recovery restored the model as it was before `epoch`: forget the
   // epochs from there on (they are trained again) and count the recovery
   // and its `rolled_back` completed steps.
@@ -61,26 +71,46 @@ class EpochLoop {
   [[nodiscard]] static absl::StatusOr<EpochLoop> without_checkpoints(const TrainOptions& options,
                                                                      int64_t steps_per_epoch);
 
-  // The epoch training starts from: 1, or the one after the restored
-  // checkpoint's (from the optimizer's iterations, TF's advice for a
-  // restarted coordinator).
+  // The epoch training starts from: 1, or the restored checkpoint's
+  // (from the optimizer's iterations, TF's advice for a restarted
+  // coordinator): the one after it, or the one it stopped in the middle of.
   [[nodiscard]] int first_epoch() const { return first_epoch_; }
+  // The steps the restored checkpoint holds (its optimizer iterations); 0
+  // on a fresh run.
+  [[nodiscard]] int64_t restored_steps() const { return restored_steps_; }
 
-  // Runs epochs first_epoch() .. options.epochs, saving a checkpoint after
-  // each (or hooks.report_restored when there are none left). A failed
-  // epoch ends the run with its error, unless ps recovery is on and a ps
-  // restarted: then every ps is restored from the latest checkpoint and
-  // training goes on from the epoch after it (at most
-  // options.max_ps_recoveries times).
+  // Runs epochs first_epoch() .. options.epochs, the first from where the
+  // checkpoint left it, saving a checkpoint after each (or
+  // hooks.report_restored when there are none left). A failed epoch ends
+  // the run with its error, unless ps recovery is on and a ps restarted:
+  // then every ps is restored from the latest checkpoint and training goes
+  // on from there (at most options.max_ps_recoveries times). Once
+  // options.stop is requested it starts nothing more: the epoch under way
+  // ends (its closures cancelled), a checkpoint of the steps done is saved
+  // when hooks.check_state_after_stop allows it, a line says what was
+  // kept, and the stop's reason is returned.
   [[nodiscard]] absl::Status run(const EpochHooks& hooks);
 
  private:
   EpochLoop(const TrainOptions& options, int64_t steps_per_epoch)
       : options_(&options), steps_per_epoch_(steps_per_epoch) {}
 
+  // The stop path of run(): `epoch` was under way (or about to start) and
+  // ended with `epoch_status`.
+  [[nodiscard]] absl::Status stop(const EpochHooks& hooks, int epoch,
+                                  const absl::Status& epoch_status);
+  [[nodiscard]] bool stop_requested() const {
+    return options_->stop != nullptr && options_->stop->requested();
+  }
+  // StopRequest::set_activity, when there is a stop request; false once a
+  // stop was requested.
+  [[nodiscard]] bool set_activity(std::string what, bool at_once) const;
+
   const TrainOptions* options_;
   int64_t steps_per_epoch_;
   int first_epoch_ = 1;
+  int64_t first_epoch_done_steps_ = 0;  // of first_epoch_, in the checkpoint
+  int64_t restored_steps_ = 0;
   std::optional<CheckpointManager> checkpoints_;
   std::optional<PsRecovery> ps_recovery_;
 };

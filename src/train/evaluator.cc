@@ -66,16 +66,44 @@ std::map<int64_t, std::string> list_checkpoints(const std::string& dir) {
   return out;
 }
 
+// Waits `interval`, or less when a stop is requested meanwhile: its reason
+// then.
+absl::Status pause(const EvaluatorOptions& options, absl::Duration interval) {
+  if (options.stop == nullptr) {
+    absl::SleepFor(interval);
+    return absl::OkStatus();
+  }
+  if (options.stop->wait_for(interval)) return options.stop->reason();
+  return absl::OkStatus();
+}
+
+absl::Status stop_reason(const EvaluatorOptions& options) {
+  return options.stop != nullptr ? options.stop->reason() : absl::OkStatus();
+}
+
+// Says once, on options.out, what the evaluator waits for.
+void say(const EvaluatorOptions& options, bool& said, const std::string& what) {
+  if (said || options.out == nullptr) return;
+  said = true;
+  std::fprintf(options.out, "eval: %s\n", what.c_str());
+  std::fflush(options.out);
+}
+
 }  // namespace
 
 absl::StatusOr<int> run_evaluator(const EvaluatorOptions& options) {
   const absl::Time give_up = absl::Now() + options.timeout;
   // Started beside a training run that has not written its config yet:
-  // wait for it (a sidecar may well start first).
+  // wait for it (a sidecar may well start first). Bounded by give_up.
+  bool said_waiting = false;
   while (!options.once && !fs::exists(options.run_dir + "/" + kRunConfigFile) &&
          absl::Now() < give_up) {
-    absl::SleepFor(options.poll_interval);
+    say(options, said_waiting,
+        absl::StrCat("waiting for ", options.run_dir, "/", kRunConfigFile,
+                     " (training has not started yet)"));
+    PSFLOW_RETURN_IF_ERROR(pause(options, options.poll_interval));
   }
+  PSFLOW_RETURN_IF_ERROR(stop_reason(options));
   PSFLOW_ASSIGN_OR_RETURN(RunConfig config, read_run_config(options.run_dir));
   PSFLOW_ASSIGN_OR_RETURN(MlpSpec spec, classifier_spec(config.model));
   PSFLOW_ASSIGN_OR_RETURN(FashionMnist data, load_fashion_mnist(config.data_dir));
@@ -115,12 +143,15 @@ absl::StatusOr<int> run_evaluator(const EvaluatorOptions& options) {
 
   int evaluated = 0;
   const std::string checkpoint_dir = options.run_dir + "/checkpoints";
+  bool said_watching = false;
+  // Bounded by give_up.
   while (true) {
     // Read before listing: a checkpoint written before training finished
     // is in the listing below.
     const bool training_done = fs::exists(options.run_dir + "/summary.json");
     for (const auto& [step, path] : list_checkpoints(checkpoint_dir)) {
       if (done.contains(step)) continue;
+      PSFLOW_RETURN_IF_ERROR(stop_reason(options));
       const absl::Time start = absl::Now();
       absl::Status restored = checkpoint.restore(path);
       if (!restored.ok()) {
@@ -164,7 +195,10 @@ absl::StatusOr<int> run_evaluator(const EvaluatorOptions& options) {
           "training in ", options.run_dir, " did not finish within the evaluator's timeout (",
           absl::FormatDuration(options.timeout), "); ", evaluated, " checkpoints evaluated"));
     }
-    absl::SleepFor(options.poll_interval);
+    say(options, said_watching,
+        absl::StrCat("watching ", checkpoint_dir, " until training finishes (", options.run_dir,
+                     "/summary.json)"));
+    PSFLOW_RETURN_IF_ERROR(pause(options, options.poll_interval));
   }
 }
 

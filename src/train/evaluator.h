@@ -10,6 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "base/stop_request.h"
 
 namespace psflow::internal {
 
@@ -23,6 +24,10 @@ struct EvaluatorOptions {
   // How often the checkpoint directory is looked at while watching.
   absl::Duration poll_interval = absl::Seconds(1);
   std::FILE* out = stdout;
+  // Asked to stop early (a signal; null: never): no checkpoint is started
+  // after the request, and run_evaluator returns its reason. Must outlive
+  // the run.
+  StopRequest* stop = nullptr;
 };
 
 // Evaluates every checkpoint of <run_dir>/checkpoints not evaluated yet, in
@@ -30,9 +35,9 @@ struct EvaluatorOptions {
 // "test_accuracy", "seconds"} lines to <run_dir>/eval/metrics.jsonl and
 // scalars to TensorBoard events in <run_dir>/eval. Unless `once`, keeps
 // watching until training has finished (<run_dir>/summary.json exists)
-// and its last checkpoint is evaluated. Returns how many checkpoints it
-// evaluated. A checkpoint deleted before it was read (max_to_keep) is
-// skipped with a warning; a corrupt one is an error naming the file.
+// and its last checkpoint is evaluated, saying once on `out` what it waits
+// for. Returns how many checkpoints it evaluated. A checkpoint deleted before it was read
+// (max_to_keep) is skipped with a warning; a corrupt one is an error naming the file.
 [[nodiscard]] absl::StatusOr<int> run_evaluator(const EvaluatorOptions& options);
 
 }  // namespace psflow::internal

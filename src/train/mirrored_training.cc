@@ -33,7 +33,10 @@ class MirroredTraining final : public TrainingSession {
     return EpochLoop::without_checkpoints(options_, steps_per_epoch_);
   }
 
-  absl::StatusOr<EpochRun> train_epoch(int epoch, int64_t* completed) override;
+  absl::StatusOr<EpochRun> train_epoch(int epoch, int64_t done_steps, int64_t* completed) override;
+
+  // Steps run whole on this thread.
+  absl::Status check_state_after_stop() const override { return absl::OkStatus(); }
 
   absl::StatusOr<ModelMetrics> evaluate() override { return mirrored_.evaluate(params_[0]); }
 
@@ -110,14 +113,17 @@ absl::Status MirroredTraining::step(const PerReplica& batch, double learning_rat
   return absl::OkStatus();
 }
 
-absl::StatusOr<EpochRun> MirroredTraining::train_epoch(int epoch, int64_t* completed) {
+absl::StatusOr<EpochRun> MirroredTraining::train_epoch(int epoch, int64_t done_steps,
+                                                       int64_t* completed) {
   const absl::Time start = absl::Now();
   const int64_t total_steps = steps_per_epoch_ * options_.epochs;
+  const int64_t steps = steps_per_epoch_ - done_steps;
   ProgressBar progress(options_.out, options_.interactive_progress,
-                       absl::StrCat("epoch ", epoch, "/", options_.epochs), steps_per_epoch_);
+                       absl::StrCat("epoch ", epoch, "/", options_.epochs), steps);
   EpochRun run{model_.new_totals(), 0, 0.0};
   *completed = 0;
-  for (; run.steps < steps_per_epoch_; ++run.steps, ++step_, ++*completed) {
+  for (; run.steps < steps; ++run.steps, ++step_, ++*completed) {
+    if (options_.stop != nullptr && options_.stop->requested()) return options_.stop->reason();
     PSFLOW_ASSIGN_OR_RETURN(std::optional<PerReplica> batch, batches_->get_next());
     if (!batch.has_value()) return absl::InternalError("the repeated training set ended");
     const double learning_rate = options_.lr_schedule == "cosine"

@@ -25,7 +25,8 @@ namespace {
 // takes well under a second.
 constexpr absl::Duration kDataCheckTimeout = absl::Seconds(60);
 
-// Thread-safety: use from one thread.
+// Thread-safety: use from one thread; a stop request (options.stop) may
+// cancel the coordinator's closures from another.
 class PsTraining final : public TrainingSession {
  public:
   PsTraining(const ClusterSpec& spec, const TrainOptions& options, Model& model)
@@ -46,14 +47,39 @@ class PsTraining final : public TrainingSession {
     return EpochLoop::create(spec_, options_, variables_, *optimizer_, steps_per_epoch_);
   }
 
-  absl::StatusOr<EpochRun> train_epoch(int epoch, int64_t* completed) override {
-    // The last closure runs only the epoch's remaining steps.
-    const EpochClosures closures{
-        &*args_, last_args_.has_value() ? &*last_args_ : nullptr,
-        (steps_per_epoch_ + options_.steps_per_execution - 1) / options_.steps_per_execution,
-        steps_per_epoch_};
+  absl::StatusOr<EpochRun> train_epoch(int epoch, int64_t done_steps, int64_t* completed) override {
+    // A resumed epoch runs only its remaining steps, and the last closure
+    // only what is left after the full ones.
+    const int64_t steps = steps_per_epoch_ - done_steps;
+    const int64_t spe = options_.steps_per_execution;
+    const RemoteStructure* last = nullptr;
+    if (const int64_t rest = steps % spe; rest != 0) {
+      if (!last_args_.has_value() || last_args_steps_ != rest) {
+        settings_.steps = rest;
+        last_args_.emplace(settings_.to_structure(model_.spec()));
+        settings_.steps = spe;
+        last_args_steps_ = rest;
+      }
+      last = &*last_args_;
+    }
+    const EpochClosures closures{&*args_, last, (steps + spe - 1) / spe, steps};
+    in_doubt_before_epoch_ = coordinator_->closures_in_doubt();
     return run_training_epoch(*coordinator_, model_.step_function(), closures, options_, epoch,
                               model_.new_totals(), completed);
+  }
+
+  absl::Status check_state_after_stop() const override {
+    // The cancelled closures are back (join returned): each step that began
+    // on a live worker ran to its end (the step functions look for
+    // cancellation only between steps). A closure whose worker failed
+    // mid-call and that was not run again may have left a step half
+    // applied.
+    const int64_t in_doubt = coordinator_->closures_in_doubt() - in_doubt_before_epoch_;
+    if (in_doubt == 0) return absl::OkStatus();
+    return absl::FailedPreconditionError(
+        absl::StrCat(in_doubt,
+                     " closure(s) were running on workers that failed and did not run again, so "
+                     "their updates may have reached some ps tasks and not others"));
   }
 
   absl::StatusOr<ModelMetrics> evaluate() override { return model_.evaluate(variables_); }
@@ -74,9 +100,16 @@ class PsTraining final : public TrainingSession {
   std::optional<Optimizer> optimizer_;
   std::unique_ptr<ClusterCoordinator> coordinator_;
   std::optional<RemoteStructure> args_;  // every closure's
-  // The last closure's of an epoch whose steps are not a multiple of
-  // steps_per_execution: the same with the remaining steps.
+  // What every closure carries (settings_.to_structure): args_ with
+  // steps_per_execution steps, last_args_ with the last_args_steps_ left at
+  // the end of an epoch whose steps are not a multiple of it.
+  StepSettings settings_;
   std::optional<RemoteStructure> last_args_;
+  int64_t last_args_steps_ = 0;
+  int64_t in_doubt_before_epoch_ = 0;  // coordinator_->closures_in_doubt()
+  // Cancels the coordinator's closures on a stop request; before
+  // coordinator_ in destruction.
+  StopRequest::Callback cancel_on_stop_;
 };
 
 absl::Status PsTraining::start(absl::Time start) {
@@ -95,6 +128,12 @@ absl::Status PsTraining::start(absl::Time start) {
     optimizer_.emplace(std::move(optimizer));
   }
   PSFLOW_ASSIGN_OR_RETURN(coordinator_, ClusterCoordinator::create(*strategy_));
+  if (options_.stop != nullptr) {
+    cancel_on_stop_ =
+        options_.stop->on_stop([coordinator = coordinator_.get()](const absl::Status& reason) {
+          coordinator->cancel(reason);
+        });
+  }
   // A worker that cannot read its data fails here, naming its host, before
   // any step runs.
   PSFLOW_RETURN_IF_ERROR(check_workers_data(spec_, model_.dataset_function(),
@@ -119,10 +158,7 @@ absl::Status PsTraining::start(absl::Time start) {
                                                                   model_.dataset_args(options_)));
   settings.iterator = train_data.iter().handle();
   args_.emplace(settings.to_structure(model_.spec()));
-  if (const int64_t rest = steps_per_epoch_ % options_.steps_per_execution; rest != 0) {
-    settings.steps = rest;
-    last_args_.emplace(settings.to_structure(model_.spec()));
-  }
+  settings_ = std::move(settings);
   return absl::OkStatus();
 }
 

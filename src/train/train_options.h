@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <string>
 
+#include "base/stop_request.h"
+
 namespace psflow::internal {
 
 inline constexpr char kParameterServerStrategy[] = "parameter_server";
@@ -45,6 +47,12 @@ struct TrainOptions {
   bool ps_recovery = false;
   double ps_recovery_timeout_seconds = 300;
   int max_ps_recoveries = 10;
+  // Asked to stop early (a signal; null: never): a request cancels the
+  // closures in flight, saves a last checkpoint when it is consistent and
+  // ends the run with the request's reason (EpochLoop::run). Training says
+  // what it does through it (StopRequest::set_activity). Must outlive the
+  // run.
+  StopRequest* stop = nullptr;
   // Progress output; null for none.
   std::FILE* out = stdout;
   // Redraw one progress line in place (a terminal) rather than printing

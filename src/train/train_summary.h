@@ -46,7 +46,11 @@ struct TrainSummary {
   double test_accuracy = 0.0;
   double test_loss = 0.0;
   int epochs = 0;
+  // Training steps the model had at the end: those of the checkpoint the
+  // run resumed from (restored_steps) and those it trained; equal to
+  // optimizer_iterations (every step applied exactly once).
   int64_t steps = 0;
+  int64_t restored_steps = 0;
   double examples_per_sec = 0.0;
   double wall_seconds = 0.0;
   int num_workers = 0;

@@ -75,23 +75,37 @@ absl::Status validate_train_options(const TrainOptions& o, const Model& model) {
 absl::StatusOr<TrainSummary> train_model(const ClusterSpec& spec, const TrainOptions& options,
                                          Model& model) {
   PSFLOW_RETURN_IF_ERROR(validate_train_options(options, model));
+  // Until the epochs begin there is nothing to save: a stop may end the
+  // process at once.
+  if (options.stop != nullptr &&
+      !options.stop->set_activity(
+          {"starting training (loading data, creating the variables, restoring the latest "
+           "checkpoint)",
+           /*at_once=*/true})) {
+    return options.stop->reason();
+  }
   const absl::Time start = absl::Now();
   PSFLOW_RETURN_IF_ERROR(model.load(options));
   PSFLOW_ASSIGN_OR_RETURN(std::unique_ptr<TrainingSession> session,
                           options.strategy == kMirroredStrategy
                               ? start_mirrored_training(options, model)
                               : start_ps_training(spec, options, model, start));
+  PSFLOW_ASSIGN_OR_RETURN(EpochLoop loop, session->epoch_loop());
   TrainSummary initial;
   session->describe(initial);
+  // The run's steps count those of the checkpoint it resumed from, as the
+  // optimizer's iterations do.
+  initial.restored_steps = loop.restored_steps();
+  initial.steps = loop.restored_steps();
   RunReporter reporter(options, start, std::move(initial));
   PSFLOW_RETURN_IF_ERROR(reporter.open());
-  PSFLOW_ASSIGN_OR_RETURN(EpochLoop loop, session->epoch_loop());
   EpochHooks hooks;
-  hooks.run_epoch = [&](int epoch, int64_t* completed) -> absl::Status {
-    PSFLOW_ASSIGN_OR_RETURN(EpochRun run, session->train_epoch(epoch, completed));
+  hooks.run_epoch = [&](int epoch, int64_t done_steps, int64_t* completed) -> absl::Status {
+    PSFLOW_ASSIGN_OR_RETURN(EpochRun run, session->train_epoch(epoch, done_steps, completed));
     PSFLOW_ASSIGN_OR_RETURN(ModelMetrics test, session->evaluate());
     return reporter.report(epoch_metrics(epoch, run, std::move(test)));
   };
+  hooks.check_state_after_stop = [&] { return session->check_state_after_stop(); };
   hooks.roll_back_to = [&](int epoch, int64_t rolled_back) {
     reporter.roll_back_to(epoch, rolled_back);
   };
@@ -132,6 +146,7 @@ std::string summary_json(const TrainSummary& s, const TrainOptions& o, const Mod
                       {"test_loss", s.test_loss},
                       {"epochs", s.epochs},
                       {"steps", s.steps},
+                      {"restored_steps", s.restored_steps},
                       {"examples_per_sec", s.examples_per_sec},
                       {"wall_seconds", s.wall_seconds},
                       {"num_workers", s.num_workers},

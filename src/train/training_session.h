@@ -32,9 +32,16 @@ class TrainingSession {
   virtual void describe(TrainSummary& summary) const = 0;
   // What runs around the epochs: checkpoints, resuming, ps recovery.
   [[nodiscard]] virtual absl::StatusOr<EpochLoop> epoch_loop() = 0;
-  // Trains epoch `epoch` with a progress bar. Sets *completed to the steps
-  // whose updates were applied, also when it fails.
-  [[nodiscard]] virtual absl::StatusOr<EpochRun> train_epoch(int epoch, int64_t* completed) = 0;
+  // Trains epoch `epoch` with a progress bar, less its first `done_steps`
+  // steps (in the model already: a resumed run). Sets *completed to the
+  // steps whose updates were applied, also when it fails. Once
+  // options.stop is requested it stops early with the request's reason.
+  [[nodiscard]] virtual absl::StatusOr<EpochRun> train_epoch(int epoch, int64_t done_steps,
+                                                             int64_t* completed) = 0;
+  // After a stop request ended train_epoch: OK when the model holds
+  // exactly the steps that completed, every step whole (what a checkpoint
+  // then saves); FAILED_PRECONDITION saying why not.
+  [[nodiscard]] virtual absl::Status check_state_after_stop() const = 0;
   // The test-set figures of the model as trained so far.
   [[nodiscard]] virtual absl::StatusOr<ModelMetrics> evaluate() = 0;
   // The optimizer's iterations as the ps tasks hold them; nullopt without

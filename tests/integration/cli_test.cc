@@ -173,7 +173,12 @@ TEST(CliTest, TrainResumesAfterTheCoordinatorIsKilledMidEpoch) {
   EXPECT_THAT(out, HasSubstr("epoch 2/2:"));
   std::ifstream file(run_dir + "/summary.json");
   const nlohmann::json summary = nlohmann::json::parse(file);
-  EXPECT_EQ(summary["steps"], 468);  // This run's steps: epoch 2 only.
+  // The model's steps: the checkpoint's and this run's (epoch 2).
+  EXPECT_EQ(summary["restored_steps"], 468);
+  EXPECT_EQ(summary["steps"], 936);
+  EXPECT_EQ(summary["optimizer_iterations"], 936);
+  EXPECT_EQ(summary["history"].size(), 1u);
+  EXPECT_EQ(summary["history"][0]["steps"], 468);
   EXPECT_GT(summary["test_accuracy"].get<double>(), 0.8) << summary.dump(2);
   EXPECT_TRUE(std::filesystem::exists(run_dir + "/checkpoints/ckpt-936"));
 }

@@ -56,7 +56,7 @@ TEST(ServerBindCliTest, ATaskListensOnlyOnTheAddressItsTfConfigNames) {
   EXPECT_TRUE(connection_refused(1, ps->port()));
   EXPECT_TRUE(connection_refused(3, ps->port()));
   ASSERT_TRUE(server.signal(SIGTERM));
-  EXPECT_EQ(server.wait_exit_code(absl::Now() + absl::Seconds(30)), 0);
+  EXPECT_EQ(server.wait_exit_code(absl::Now() + absl::Seconds(30)), 143);
   EXPECT_THAT(
       server.read_stderr(absl::Now() + absl::Seconds(5)),
       HasSubstr(absl::StrCat("listening on ", ps->address(), " (the spec's loopback address)")));
@@ -78,7 +78,7 @@ TEST(ServerBindCliTest, BindOverridesTheAddressTfConfigNames) {
   EXPECT_EQ(status->pid(), server.pid());
   EXPECT_TRUE(connection_refused(2, spec_port->port()));
   ASSERT_TRUE(server.signal(SIGTERM));
-  EXPECT_EQ(server.wait_exit_code(absl::Now() + absl::Seconds(30)), 0);
+  EXPECT_EQ(server.wait_exit_code(absl::Now() + absl::Seconds(30)), 143);
   // Clients still name the task by its spec address.
   EXPECT_THAT(
       server.read_stderr(absl::Now() + absl::Seconds(5)),

@@ -28,7 +28,8 @@ std::string cluster_json(const std::string& ps_address, const std::string& worke
   return absl::StrCat(R"({"ps": [")", ps_address, R"("], "worker": [")", worker_address, R"("]})");
 }
 
-TEST(ServerCliTest, SigtermAfterServingExitsZero) {
+// A signal asks for a clean shutdown, and the status says which signal.
+TEST(ServerCliTest, SigtermAfterServingExits143) {
   absl::StatusOr<PortReservation> ps = PortReservation::reserve("127.0.0.1");
   absl::StatusOr<PortReservation> worker = PortReservation::reserve("127.0.0.1");
   ASSERT_TRUE(ps.ok() && worker.ok());
@@ -43,12 +44,12 @@ TEST(ServerCliTest, SigtermAfterServingExitsZero) {
   EXPECT_EQ(status->pid(), server.pid());
 
   ASSERT_TRUE(server.signal(SIGTERM));
-  EXPECT_EQ(server.wait_exit_code(absl::Now() + absl::Seconds(30)), 0);
+  EXPECT_EQ(server.wait_exit_code(absl::Now() + absl::Seconds(10)), 143);
   const std::string log = server.read_stderr(absl::Now() + absl::Seconds(5));
   EXPECT_THAT(log, HasSubstr(absl::StrCat("serving /job:ps/replica:0/task:0 at ", ps->address())));
 }
 
-TEST(ServerCliTest, RoleFromTfConfigAndSigintExitsZero) {
+TEST(ServerCliTest, RoleFromTfConfigAndSigintExits130) {
   absl::StatusOr<PortReservation> ps = PortReservation::reserve("127.0.0.1");
   absl::StatusOr<PortReservation> worker = PortReservation::reserve("127.0.0.1");
   ASSERT_TRUE(ps.ok() && worker.ok());
@@ -67,7 +68,7 @@ TEST(ServerCliTest, RoleFromTfConfigAndSigintExitsZero) {
   EXPECT_EQ(status->task_index(), 0);
 
   ASSERT_TRUE(server.signal(SIGINT));
-  EXPECT_EQ(server.wait_exit_code(absl::Now() + absl::Seconds(30)), 0);
+  EXPECT_EQ(server.wait_exit_code(absl::Now() + absl::Seconds(10)), 130);
 }
 
 TEST(ServerCliTest, NoConfigurationIsAUsageError) {

@@ -124,15 +124,11 @@ class TestProcess {
 
   // The next stdout line (without '\n'), or nullopt at EOF or `deadline`.
   std::optional<std::string> read_line(absl::Time deadline) {
-    for (;;) {
-      const size_t newline = stdout_buffer_.find('\n');
-      if (newline != std::string::npos) {
-        std::string line = stdout_buffer_.substr(0, newline);
-        stdout_buffer_.erase(0, newline + 1);
-        return line;
-      }
-      if (!read_some(stdout_fd_, stdout_buffer_, deadline)) return std::nullopt;
-    }
+    return next_line(stdout_fd_, stdout_buffer_, deadline);
+  }
+  // The same for stderr.
+  std::optional<std::string> read_stderr_line(absl::Time deadline) {
+    return next_line(stderr_fd_, stderr_buffer_, deadline);
   }
 
   // Everything written to stdout / stderr until EOF or `deadline`.
@@ -167,6 +163,19 @@ class TestProcess {
   }
 
  private:
+  static std::optional<std::string> next_line(int fd, std::string& buffer, absl::Time deadline) {
+    // Bounded by `deadline` (read_some checks it).
+    for (;;) {
+      const size_t newline = buffer.find('\n');
+      if (newline != std::string::npos) {
+        std::string line = buffer.substr(0, newline);
+        buffer.erase(0, newline + 1);
+        return line;
+      }
+      if (!read_some(fd, buffer, deadline)) return std::nullopt;
+    }
+  }
+
   // Appends what is available; false at EOF, error or deadline.
   static bool read_some(int fd, std::string& buffer, absl::Time deadline) {
     // The time check bounds callers' loops even if data keeps arriving.

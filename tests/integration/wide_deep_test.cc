@@ -111,7 +111,9 @@ TEST_F(WideDeepTrainingTest, ARerunResumesFromTheLatestCheckpoint) {
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_NE(text.find("starting at epoch 3"), std::string::npos) << text;
   EXPECT_EQ(text.find("epoch 1/3:"), std::string::npos) << text;
-  EXPECT_EQ(second.steps, steps_per_epoch);  // this run's: epoch 3 only
+  // The model's steps: the checkpoint's 2 epochs and this run's epoch 3.
+  EXPECT_EQ(second.restored_steps, 2 * steps_per_epoch);
+  EXPECT_EQ(second.steps, 3 * steps_per_epoch);
   EXPECT_EQ(second.optimizer_iterations, 3 * steps_per_epoch);
   ASSERT_EQ(second.history.size(), 1u);
   EXPECT_EQ(second.history[0].epoch, 3);
