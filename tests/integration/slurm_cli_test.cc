@@ -77,7 +77,7 @@ TEST(SlurmCliTest, ServerPlaysTheTaskOfItsRank) {
   EXPECT_EQ(status->pid(), server.pid());
 
   ASSERT_TRUE(server.signal(SIGTERM));
-  EXPECT_EQ(server.wait_exit_code(absl::Now() + absl::Seconds(30)), 0);
+  EXPECT_EQ(server.wait_exit_code(absl::Now() + absl::Seconds(30)), 128 + SIGTERM);
   EXPECT_THAT(server.read_stderr(absl::Now() + absl::Seconds(5)),
               HasSubstr(absl::StrCat("serving /job:ps/replica:0/task:0 at ", ps->address())));
 }

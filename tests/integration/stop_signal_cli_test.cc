@@ -34,6 +34,9 @@ using ::testing::HasSubstr;
 
 // The documented bound (kDefaultStopTimeout, psflow train --stop-timeout).
 constexpr absl::Duration kStopBound = absl::Seconds(10);
+// Room for a loaded machine (the test suite runs two tests at a time on
+// 2 cores) on top of a stop that should take a moment.
+constexpr absl::Duration kSlack = absl::Seconds(5);
 // Start-up and training up to the first progress line.
 constexpr absl::Duration kStartTimeout = absl::Seconds(120);
 // Training steps of one epoch of Fashion-MNIST at batch 128.
@@ -212,11 +215,12 @@ TEST(StopSignalCliTest, AStopThatCannotFinishEndsAtTheStopTimeout) {
   ASSERT_EQ(progress.workers.size(), 1u) << progress.out;
   // Dies with the chief (PR_SET_PDEATHSIG's SIGKILL ends stopped tasks too).
   ASSERT_EQ(::kill(progress.workers[0], SIGSTOP), 0);
-  const Stopped stopped = signal_and_wait(train, SIGTERM, absl::Seconds(2));
+  const Stopped stopped = signal_and_wait(train, SIGTERM, absl::Seconds(2) + kSlack);
   const std::string err = train.read_stderr(absl::Now() + absl::Seconds(5));
   EXPECT_EQ(stopped.code, 143) << err;
   EXPECT_GE(stopped.took, absl::Seconds(2));
-  EXPECT_LE(stopped.took, absl::Seconds(4));
+  // The 2 s stop timeout, with room for a loaded machine.
+  EXPECT_LE(stopped.took, absl::Seconds(2) + kSlack);
   EXPECT_THAT(err, HasSubstr("waiting for the closures running on workers to come back"));
   EXPECT_THAT(err, HasSubstr("2s after SIGTERM: exiting now"));
 }
@@ -238,9 +242,10 @@ TEST(StopSignalCliTest, ASecondSignalExitsAtOnce) {
     ASSERT_TRUE(line.has_value()) << "no 'received SIGTERM' line";
     stopping = line->find("received SIGTERM: stopping") != std::string::npos;
   }
-  const Stopped stopped = signal_and_wait(train, SIGINT, absl::Seconds(2));
+  const Stopped stopped = signal_and_wait(train, SIGINT, kSlack);
   EXPECT_EQ(stopped.code, 130);
-  EXPECT_LE(stopped.took, absl::Seconds(2));
+  // At once: far below the 10 s the first signal's stop may take.
+  EXPECT_LE(stopped.took, kSlack);
   EXPECT_THAT(train.read_stderr(absl::Now() + absl::Seconds(5)),
               HasSubstr("received SIGINT again: exiting at once"));
 }
