@@ -274,6 +274,17 @@ int report(const absl::StatusOr<TrainSummary>& summary, const TrainOptions& opti
     }
     return stopped.value_or(kExitFailure);
   }
+  if (summary->already_complete) {
+    std::printf(
+        "the run in %s is already complete: %d epochs, %lld steps; nothing was trained and its "
+        "records (summary.json, TensorBoard events) are as they were. Test accuracy of its last "
+        "checkpoint: %.4f, test loss %.4f. Pass more --epochs to train on, or another --run-dir "
+        "for a new run.\n",
+        options.run_dir.c_str(), summary->epochs, static_cast<long long>(summary->steps),
+        summary->test_accuracy, summary->test_loss);
+    std::fflush(stdout);
+    return stopped.value_or(kExitOk);
+  }
   std::printf(
       "done: test accuracy %.4f, test loss %.4f after %d epochs (%lld steps, %.0f examples/s, "
       "%.1f s); summary in %s/summary.json\n",

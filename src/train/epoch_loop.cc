@@ -90,7 +90,7 @@ bool EpochLoop::set_activity(std::string what, bool at_once) const {
 
 absl::Status EpochLoop::run(const EpochHooks& hooks) {
   const TrainOptions& options = *options_;
-  if (first_epoch_ > options.epochs) return hooks.report_restored();
+  if (first_epoch_ > options.epochs) return absl::OkStatus();
   // Steps applied since the model was last checkpointed or restored: what a
   // ps recovery rolls back.
   int64_t unsaved_steps = 0;

@@ -47,9 +47,6 @@ struct EpochHooks {
   // epochs from there on (they are trained again) and count the recovery
   // and its `rolled_back` completed steps.
   std::function<void(int epoch, int64_t rolled_back)> roll_back_to;
-  // Every epoch was trained before (a rerun of a finished run): evaluate and
-  // report the model as restored.
-  std::function<absl::Status()> report_restored;
 };
 
 // Thread-safety: use from one thread.
@@ -81,7 +78,8 @@ class EpochLoop {
 
   // Runs epochs first_epoch() .. options.epochs, the first from where the
   // checkpoint left it, saving a checkpoint after each (or
-  // hooks.report_restored when there are none left). A failed epoch ends
+  // nothing when there are none left: a rerun of a finished run, which the
+  // trainer reports without calling run). A failed epoch ends
   // the run with its error, unless ps recovery is on and a ps restarted:
   // then every ps is restored from the latest checkpoint and training goes
   // on from there (at most options.max_ps_recoveries times). Once

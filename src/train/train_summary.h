@@ -51,6 +51,11 @@ struct TrainSummary {
   // optimizer_iterations (every step applied exactly once).
   int64_t steps = 0;
   int64_t restored_steps = 0;
+  // The run directory held a run that had finished every epoch asked for:
+  // nothing was trained, and its records (summary.json, TensorBoard
+  // events) were left as they were. The test figures are the restored
+  // model's, evaluated again.
+  bool already_complete = false;
   double examples_per_sec = 0.0;
   double wall_seconds = 0.0;
   int num_workers = 0;

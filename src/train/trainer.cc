@@ -93,6 +93,20 @@ absl::StatusOr<TrainSummary> train_model(const ClusterSpec& spec, const TrainOpt
   PSFLOW_ASSIGN_OR_RETURN(EpochLoop loop, session->epoch_loop());
   TrainSummary initial;
   session->describe(initial);
+  if (loop.first_epoch() > options.epochs) {
+    // Nothing left to do: say so, and leave the run's records alone (a
+    // rerun used to overwrite summary.json with an empty run).
+    PSFLOW_ASSIGN_OR_RETURN(ModelMetrics test, session->evaluate());
+    initial.already_complete = true;
+    initial.epochs = options.epochs;
+    initial.steps = loop.restored_steps();
+    initial.restored_steps = loop.restored_steps();
+    initial.test_accuracy = test.accuracy;
+    initial.test_loss = test.loss;
+    PSFLOW_ASSIGN_OR_RETURN(const std::optional<int64_t> done, session->optimizer_iterations());
+    if (done.has_value()) initial.optimizer_iterations = *done;
+    return initial;
+  }
   // The run's steps count those of the checkpoint it resumed from, as the
   // optimizer's iterations do.
   initial.restored_steps = loop.restored_steps();
@@ -109,11 +123,7 @@ absl::StatusOr<TrainSummary> train_model(const ClusterSpec& spec, const TrainOpt
   hooks.roll_back_to = [&](int epoch, int64_t rolled_back) {
     reporter.roll_back_to(epoch, rolled_back);
   };
-  hooks.report_restored = [&]() -> absl::Status {
-    PSFLOW_ASSIGN_OR_RETURN(ModelMetrics test, session->evaluate());
-    return reporter.report(
-        epoch_metrics(options.epochs, EpochRun{model.new_totals(), 0, 0.0}, std::move(test)));
-  };
+
   PSFLOW_RETURN_IF_ERROR(loop.run(hooks));
   PSFLOW_ASSIGN_OR_RETURN(const std::optional<int64_t> iterations, session->optimizer_iterations());
   if (iterations.has_value()) reporter.set_optimizer_iterations(*iterations);

@@ -1,6 +1,7 @@
 // The psflow program's other subcommands, run as real processes.
 #include <signal.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -181,6 +182,34 @@ TEST(CliTest, TrainResumesAfterTheCoordinatorIsKilledMidEpoch) {
   EXPECT_EQ(summary["history"][0]["steps"], 468);
   EXPECT_GT(summary["test_accuracy"].get<double>(), 0.8) << summary.dump(2);
   EXPECT_TRUE(std::filesystem::exists(run_dir + "/checkpoints/ckpt-936"));
+
+  // A third run has nothing left to do: it says so and leaves the run's
+  // records as they were (it used to overwrite summary.json with 0 steps).
+  const auto read_all = [](const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  };
+  const auto event_files = [&run_dir] {
+    std::vector<std::string> names;
+    for (const auto& entry : std::filesystem::directory_iterator(run_dir)) {
+      const std::string name = entry.path().filename().string();
+      if (name.rfind("events.out.tfevents.", 0) == 0) names.push_back(name);
+    }
+    std::sort(names.begin(), names.end());
+    return names;
+  };
+  const std::string summary_before = read_all(run_dir + "/summary.json");
+  const std::vector<std::string> events_before = event_files();
+  TestProcess third(argv, test_environment());
+  ASSERT_GT(third.pid(), 0);
+  const std::string third_out = third.read_stdout(absl::Now() + absl::Seconds(300));
+  ASSERT_EQ(third.wait_exit_code(absl::Now() + absl::Seconds(30)), 0)
+      << third_out << third.read_stderr(absl::Now() + absl::Seconds(1));
+  EXPECT_THAT(third_out,
+              HasSubstr("is already complete: 2 epochs, 936 steps; nothing was trained"));
+  EXPECT_THAT(third_out, ::testing::Not(HasSubstr("epoch 2/2:")));
+  EXPECT_EQ(read_all(run_dir + "/summary.json"), summary_before);
+  EXPECT_EQ(event_files(), events_before);
 }
 
 // `psflow train --ps-recovery` survives a ps killed mid-epoch: the launcher
