@@ -16,6 +16,7 @@
 #include "psflow/v1/task.grpc.pb.h"
 #include "rpc/address.h"
 #include "rpc/channel.h"
+#include "rpc/loopback_test_util.h"
 #include "rpc/task_status.h"
 
 namespace psflow::internal {
@@ -198,19 +199,7 @@ TEST(ServerTest, ExplicitBindAddressServesTheSpecsName) {
           .ok());
 }
 
-// True when a TCP connection to 127.0.0.<last>:<port> is refused (nothing
-// listens there).
-bool connection_refused(int last, int port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(0x7f000000u | static_cast<uint32_t>(last));
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  const bool refused =
-      ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 && errno == ECONNREFUSED;
-  ::close(fd);
-  return refused;
-}
+using testing::connection_refused;
 
 TEST(ServerTest, ATaskListensOnlyOnTheAddressItsSpecNames) {
   absl::StatusOr<std::unique_ptr<Server>> server =

@@ -14,10 +14,11 @@ absl::Status run_epoch_closures(ClusterCoordinator& coordinator, std::string_vie
                                 EpochTotals& totals, int64_t* completed_steps) {
   if (completed_steps != nullptr) *completed_steps = 0;
   std::vector<RemoteValue> results;
-  results.reserve(static_cast<size_t>(epoch.closures));
-  for (int64_t i = 0; i < epoch.closures; ++i) {
+  const int64_t closures = epoch.count();
+  results.reserve(static_cast<size_t>(closures));
+  for (int64_t i = 0; i < closures; ++i) {
     const RemoteStructure& args =
-        i + 1 == epoch.closures && epoch.last_args != nullptr ? *epoch.last_args : *epoch.args;
+        i + 1 == closures && epoch.last_args != nullptr ? *epoch.last_args : *epoch.args;
     PSFLOW_ASSIGN_OR_RETURN(RemoteValue r, coordinator.schedule(function, args));
     results.push_back(std::move(r));
   }

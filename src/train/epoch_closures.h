@@ -17,15 +17,19 @@
 
 namespace psflow::internal {
 
-// The closures of one epoch: `closures` calls, each with `args`, but the
-// last with `last_args` when given (the remainder of the epoch's steps when
-// they are not a multiple of the steps one closure runs).
+// The closures of one epoch: `steps` steps, `steps_per_closure` in each
+// closure (with `args`), the last closure running what is left (with
+// `last_args`, when the steps are not a multiple).
 // Thread-safety: a value type; the structures must outlive the epoch.
 struct EpochClosures {
   const RemoteStructure* args = nullptr;
   const RemoteStructure* last_args = nullptr;
-  int64_t closures = 0;
-  int64_t steps = 0;  // what the closures run together, for the progress bar
+  int64_t steps = 0;
+  int64_t steps_per_closure = 1;
+
+  [[nodiscard]] int64_t count() const {
+    return (steps + steps_per_closure - 1) / steps_per_closure;
+  }
 };
 
 // Schedules the closures of `function` and adds their results to

@@ -62,7 +62,7 @@ class PsTraining final : public TrainingSession {
       }
       last = &*last_args_;
     }
-    const EpochClosures closures{&*args_, last, (steps + spe - 1) / spe, steps};
+    const EpochClosures closures{&*args_, last, steps, spe};
     in_doubt_before_epoch_ = coordinator_->closures_in_doubt();
     return run_training_epoch(*coordinator_, model_.step_function(), closures, options_, epoch,
                               model_.new_totals(), completed);

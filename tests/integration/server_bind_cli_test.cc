@@ -1,10 +1,7 @@
 // `psflow server` listens on the address TF_CONFIG names for its task, or
 // where --bind says; a host that is not this machine stops it at start.
 // Only loopback addresses: 127.0.0.2 and 127.0.0.3 stand for two hosts.
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -16,6 +13,7 @@
 #include "gtest/gtest.h"
 #include "launcher/port_reservation.h"
 #include "rpc/channel.h"
+#include "rpc/loopback_test_util.h"
 #include "test_process.h"
 
 namespace psflow::internal {
@@ -31,18 +29,7 @@ std::string tf_config(const std::string& ps_address, const std::string& worker_a
                       R"("]}, "task": {"type": "ps", "index": 0}})");
 }
 
-// True when a TCP connection to 127.0.0.<last>:<port> is refused.
-bool connection_refused(int last, int port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(0x7f000000u | static_cast<uint32_t>(last));
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  const bool refused =
-      ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 && errno == ECONNREFUSED;
-  ::close(fd);
-  return refused;
-}
+using testing::connection_refused;
 
 TEST(ServerBindCliTest, ATaskListensOnlyOnTheAddressItsTfConfigNames) {
   absl::StatusOr<PortReservation> ps = PortReservation::reserve("127.0.0.2");

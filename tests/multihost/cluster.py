@@ -15,6 +15,9 @@ import sys
 import netns_hosts
 
 PORT = 2222
+# A local one-epoch run of the default model (mlp, adam, batch 32) reaches
+# 0.85-0.86 test accuracy; logistic regression reaches 0.81.
+MIN_ACCURACY = 0.82
 CHIEF, PS, WORKERS = 0, (1, 2), (3, 4)
 PROXY_PORT_BASE = 7000
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -58,20 +61,42 @@ def _proxied(hosts, host, cluster, jobs, delay_ms, log_dir, name):
     return seen
 
 
-def start_tasks(hosts, psflow, log_dir, delay_ms=0):
-    """Starts the ps and worker tasks; returns the chief's TF_CONFIG."""
+def start_tasks(hosts, psflow, log_dir, delay_ms=0, wrap=None):
+    """Starts the ps and worker tasks; returns the chief's TF_CONFIG.
+    `wrap(job, index, argv)`, when given, returns the command line a task
+    runs instead of argv (e.g. argv behind a setup step)."""
+    wrap = wrap or (lambda job, index, argv: argv)
     cluster = cluster_of(hosts)
     for index, host in enumerate(PS):
-        hosts.start(host, [psflow, "server"], env={"TF_CONFIG": tf_config(cluster, "ps", index)},
+        hosts.start(host, wrap("ps", index, [psflow, "server"]),
+                    env={"TF_CONFIG": tf_config(cluster, "ps", index)},
                     log=os.path.join(log_dir, f"ps{index}.log"))
     for index, host in enumerate(WORKERS):
         seen = cluster
         if delay_ms > 0:
             seen = _proxied(hosts, host, cluster, ["ps"], delay_ms, log_dir, f"worker{index}")
-        hosts.start(host, [psflow, "server"],
+        hosts.start(host, wrap("worker", index, [psflow, "server"]),
                     env={"TF_CONFIG": tf_config(seen, "worker", index)},
                     log=os.path.join(log_dir, f"worker{index}.log"))
     seen = cluster
     if delay_ms > 0:
         seen = _proxied(hosts, CHIEF, cluster, ["ps", "worker"], delay_ms, log_dir, "chief")
     return tf_config(seen, "chief", 0)
+
+
+def check_summary(run_dir, failures, min_accuracy=MIN_ACCURACY):
+    """Checks the run's summary.json (every step applied exactly once, the
+    accuracy floor), adding what fails to `failures`; returns the summary
+    and a one-line description."""
+    with open(os.path.join(run_dir, "summary.json")) as f:
+        summary = json.load(f)
+    steps, iterations = summary.get("steps"), summary.get("optimizer_iterations")
+    rolled_back = summary.get("rolled_back_steps", 0)
+    if not steps or steps != iterations:
+        failures.append(f"steps {steps} but optimizer iterations {iterations}: a step was lost "
+                        "or applied twice")
+    accuracy = summary.get("test_accuracy", 0)
+    if accuracy < min_accuracy:
+        failures.append(f"test accuracy {accuracy} below {min_accuracy}")
+    return summary, (f"{steps} steps ({rolled_back} rolled back and redone), "
+                     f"test accuracy {accuracy}")

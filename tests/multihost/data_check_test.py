@@ -18,7 +18,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import netns_hosts  # noqa: E402
-from cluster import CHIEF, PS, WORKERS, cluster_of, print_logs, tf_config  # noqa: E402
+from cluster import CHIEF, WORKERS, print_logs, start_tasks  # noqa: E402
 
 DATA_DIR = "/usr/share/datasets/fashion-mnist"
 
@@ -37,22 +37,17 @@ def main():
         netns_hosts.skip(f"{DATA_DIR} is missing (install dataset-fashion-mnist)")
 
     with netns_hosts.Hosts(5) as hosts:
-        cluster = cluster_of(hosts)
-        for index, host in enumerate(PS):
-            hosts.start(host, [args.psflow, "server"],
-                        env={"TF_CONFIG": tf_config(cluster, "ps", index)},
-                        log=os.path.join(log_dir, f"ps{index}.log"))
-        for index, host in enumerate(WORKERS):
-            argv = [args.psflow, "server"]
-            if index == 1:
-                argv = ["sh", "-c", 'mount --bind "$0" "$1" && shift && exec "$@"', empty,
-                        DATA_DIR, *argv]
-            hosts.start(host, argv, env={"TF_CONFIG": tf_config(cluster, "worker", index)},
-                        log=os.path.join(log_dir, f"worker{index}.log"))
+        def without_data(job, index, argv):
+            if (job, index) != ("worker", 1):
+                return argv
+            return ["sh", "-c", 'mount --bind "$0" "$1" && shift && exec "$@"', empty, DATA_DIR,
+                    *argv]
+
+        chief_config = start_tasks(hosts, args.psflow, log_dir, wrap=without_data)
         chief_log = os.path.join(log_dir, "chief.log")
         rc = hosts.run(CHIEF, [args.psflow, "train", "--epochs", "1", "--run-dir",
                                os.path.join(args.work_dir, "run"), "--startup-timeout", "60"],
-                       env={"TF_CONFIG": tf_config(cluster, "chief", 0)}, log=chief_log,
+                       env={"TF_CONFIG": chief_config}, log=chief_log,
                        timeout=300)
 
     with open(chief_log, errors="replace") as f:

@@ -22,7 +22,6 @@ Exit 0 on success, 1 on failure, 77 (skip) where namespaces cannot be made.
 """
 
 import argparse
-import json
 import os
 import re
 import shutil
@@ -31,8 +30,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import netns_hosts  # noqa: E402
-from cluster import CHIEF, PS, WORKERS, print_logs, start_tasks  # noqa: E402
-from smoke_test import MIN_ACCURACY  # noqa: E402
+from cluster import (CHIEF, MIN_ACCURACY, PS, WORKERS, check_summary, print_logs,  # noqa: E402
+                     start_tasks)
 
 # The coordinator gives a worker up after this long without an answer
 # (ClusterCoordinator's worker_timeout; docs/fault_tolerance.md).
@@ -48,23 +47,12 @@ class Progress:
     """Global steps seen in the chief's log, with when they were seen."""
 
     def __init__(self, path):
-        self.path = path
-        self.pos = 0
-        self.buf = ""
+        self.log = netns_hosts.LogFollower(path)
         self.samples = []  # (monotonic time, global step)
 
     def poll(self):
-        try:
-            with open(self.path, errors="replace") as f:
-                f.seek(self.pos)
-                chunk = f.read()
-                self.pos = f.tell()
-        except FileNotFoundError:
-            return
-        self.buf += chunk
-        *lines, self.buf = re.split(r"[\r\n]", self.buf)
         now = time.monotonic()
-        for line in lines:
+        for line in self.log.lines():
             m = PROGRESS.search(line)
             if m:
                 epoch, step, per_epoch = (int(g) for g in m.groups())
@@ -79,20 +67,6 @@ class Progress:
                 worst = max(worst, t - last_t)
                 last_t, last_s = t, s
         return worst
-
-
-def check_summary(run_dir, failures, min_accuracy=MIN_ACCURACY):
-    with open(os.path.join(run_dir, "summary.json")) as f:
-        summary = json.load(f)
-    steps, iterations = summary.get("steps"), summary.get("optimizer_iterations")
-    rolled_back = summary.get("rolled_back_steps", 0)
-    if not steps or steps != iterations:
-        failures.append(f"steps {steps} but optimizer iterations {iterations}: a step was lost "
-                        "or applied twice")
-    accuracy = summary.get("test_accuracy", 0)
-    if accuracy < min_accuracy:
-        failures.append(f"test accuracy {accuracy} below {min_accuracy}")
-    return f"{steps} steps ({rolled_back} rolled back and redone), test accuracy {accuracy}"
 
 
 def main():
@@ -189,8 +163,8 @@ def main():
         result = "no summary"
         if rc == 0:
             # delay_loss trains at batch 256: fewer steps, a lower one-epoch level.
-            result = check_summary(run_dir, failures,
-                                   0.78 if args.scenario == "delay_loss" else MIN_ACCURACY)
+            _, result = check_summary(run_dir, failures,
+                                      0.78 if args.scenario == "delay_loss" else MIN_ACCURACY)
         if args.scenario == "worker_cut" and cut_at is not None:
             stall = progress.longest_stall(cut_at)
             print(f"longest stall after the cut: {stall:.1f} s (bound {MAX_STALL} s)")

@@ -231,31 +231,42 @@ class Hosts:
                         "inet", "psflow_loss"], check=False, capture_output=True)
 
 
+class LogFollower:
+    """Reads a growing log file: each call to lines() gives the lines
+    completed since the last call (a progress bar's \\r ends one too)."""
+
+    def __init__(self, path):
+        self.path = path
+        self.pos = 0
+        self.buf = ""
+
+    def lines(self):
+        try:
+            with open(self.path, errors="replace") as f:
+                f.seek(self.pos)
+                chunk = f.read()
+                self.pos = f.tell()
+        except FileNotFoundError:
+            return []
+        self.buf += chunk
+        *done, self.buf = re.split(r"[\r\n]", self.buf)
+        return done
+
+
 def wait_for_line(path, pattern, timeout, proc=None):
     """The first line of the file at `path` matching `pattern` (a regex),
     once it appears; None after `timeout` seconds or once `proc` has ended
-    without writing it. Reads as the file grows (a progress event, not a
+    without writing it. Polls the file as it grows (a progress event, not a
     fixed pause)."""
     deadline = time.monotonic() + timeout
     rx = re.compile(pattern)
-    pos = 0
-    buf = ""
+    log = LogFollower(path)
     while time.monotonic() < deadline:
-        try:
-            with open(path, errors="replace") as f:
-                f.seek(pos)
-                chunk = f.read()
-                pos = f.tell()
-        except FileNotFoundError:
-            chunk = ""
-        buf += chunk
-        # Progress bars rewrite one line with \r: treat both as ends.
-        *lines, buf = re.split(r"[\r\n]", buf)
-        for line in lines:
+        ended = proc is not None and proc.poll() is not None
+        for line in log.lines():
             if rx.search(line):
                 return line
-        if proc is not None and proc.poll() is not None and not chunk:
+        if ended:
             return None
-        if not chunk:
-            time.sleep(0.1)
+        time.sleep(0.1)
     return None

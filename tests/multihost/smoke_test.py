@@ -13,19 +13,13 @@ Exit 0 on success, 1 on failure, 77 (skip) where namespaces cannot be made.
 """
 
 import argparse
-import json
 import os
 import shutil
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import netns_hosts  # noqa: E402
-from cluster import print_logs, start_tasks  # noqa: E402
-
-# A local one-epoch run of the default model (mlp, adam, batch 32) reaches
-# 0.85-0.86 test accuracy; logistic regression reaches 0.81.
-MIN_ACCURACY = 0.82
-
+from cluster import check_summary, print_logs, start_tasks  # noqa: E402
 
 def main():
     parser = argparse.ArgumentParser()
@@ -62,25 +56,17 @@ def main():
 
     with open(chief_log, errors="replace") as f:
         sys.stdout.writelines(f.readlines()[-3:])
-    with open(os.path.join(run_dir, "summary.json")) as f:
-        summary = json.load(f)
     failures = []
-    steps, iterations = summary.get("steps"), summary.get("optimizer_iterations")
-    if not steps or steps != iterations:
-        failures.append(f"steps {steps} but optimizer iterations {iterations}: "
-                        "a step was lost or applied twice")
+    summary, result = check_summary(run_dir, failures)
     if summary.get("num_ps") != 2 or summary.get("num_workers") != 2:
         failures.append(f"summary says {summary.get('num_ps')} ps and "
                         f"{summary.get('num_workers')} workers, expected 2 and 2")
-    accuracy = summary.get("test_accuracy", 0)
-    if accuracy < MIN_ACCURACY:
-        failures.append(f"test accuracy {accuracy} below the one-epoch level {MIN_ACCURACY}")
     for f in failures:
         print(f"FAIL: {f}")
     if failures:
         print_logs(log_dir)
         return 1
-    print(f"OK: {steps} steps on 5 hosts, each applied once; test accuracy {accuracy}")
+    print(f"OK: 5 hosts, {result}")
     return 0
 
 
