@@ -87,14 +87,24 @@ Stopped signal_and_wait(TestProcess& process, int signo, absl::Duration bound = 
   return stopped;
 }
 
-std::vector<std::string> train_argv(const std::string& run_dir, int num_ps, int num_workers) {
+std::vector<std::string> train_argv(const std::string& run_dir, int num_ps, int num_workers,
+                                    int epochs = 1) {
   return {PSFLOW_BINARY_PATH, "train",
           "--num-ps",         absl::StrCat(num_ps),
           "--num-workers",    absl::StrCat(num_workers),
-          "--epochs",         "1",
+          "--epochs",         absl::StrCat(epochs),
           "--batch-size",     "128",
           "--run-dir",        run_dir};
 }
+
+// For the tests that pause the worker: the stop must find a closure in
+// flight on it. Enough epochs that training is still under way when the
+// signal comes (one epoch can end on an idle machine before the pause), and
+// long closures, so that the pause almost always lands inside one rather
+// than in the moment between two (when the next closure is not sent yet and
+// the stop has nothing to wait for).
+constexpr int kLongRunEpochs = 20;
+constexpr char kLongClosureSteps[] = "100";
 
 std::string fresh_dir(const std::string& name) {
   const std::string dir = ::testing::TempDir() + "/" + name;
@@ -206,12 +216,14 @@ TEST(StopSignalCliTest, SigtermStopsWithinTheBoundWhenEveryWorkerIsGone) {
 // A closure that never comes back (its worker paused) holds the stop up to
 // --stop-timeout, no longer: then the process exits, 143, saving nothing.
 TEST(StopSignalCliTest, AStopThatCannotFinishEndsAtTheStopTimeout) {
-  std::vector<std::string> argv = train_argv(fresh_dir("psflow-stop-timeout"), 1, 1);
-  argv.insert(argv.end(), {"--stop-timeout", "2"});
+  std::vector<std::string> argv =
+      train_argv(fresh_dir("psflow-stop-timeout"), 1, 1, kLongRunEpochs);
+  argv.insert(argv.end(), {"--stop-timeout", "2", "--steps-per-execution", kLongClosureSteps});
   TestProcess train(argv, test_environment());
   ASSERT_GT(train.pid(), 0);
   Progress progress;
-  ASSERT_TRUE(read_until(train, "epoch 1/1 [", progress)) << progress.out;
+  ASSERT_TRUE(read_until(train, absl::StrCat("epoch 1/", kLongRunEpochs, " ["), progress))
+      << progress.out;
   ASSERT_EQ(progress.workers.size(), 1u) << progress.out;
   // Dies with the chief (PR_SET_PDEATHSIG's SIGKILL ends stopped tasks too).
   ASSERT_EQ(::kill(progress.workers[0], SIGSTOP), 0);
@@ -227,10 +239,13 @@ TEST(StopSignalCliTest, AStopThatCannotFinishEndsAtTheStopTimeout) {
 
 // While the first signal's stop waits, a second one exits at once.
 TEST(StopSignalCliTest, ASecondSignalExitsAtOnce) {
-  TestProcess train(train_argv(fresh_dir("psflow-stop-twice"), 1, 1), test_environment());
+  std::vector<std::string> argv = train_argv(fresh_dir("psflow-stop-twice"), 1, 1, kLongRunEpochs);
+  argv.insert(argv.end(), {"--steps-per-execution", kLongClosureSteps});
+  TestProcess train(argv, test_environment());
   ASSERT_GT(train.pid(), 0);
   Progress progress;
-  ASSERT_TRUE(read_until(train, "epoch 1/1 [", progress)) << progress.out;
+  ASSERT_TRUE(read_until(train, absl::StrCat("epoch 1/", kLongRunEpochs, " ["), progress))
+      << progress.out;
   ASSERT_EQ(progress.workers.size(), 1u) << progress.out;
   ASSERT_EQ(::kill(progress.workers[0], SIGSTOP), 0);  // The stop now waits for it.
   ASSERT_TRUE(train.signal(SIGTERM));
