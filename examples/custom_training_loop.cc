@@ -31,8 +31,8 @@
 #include <cerrno>
 #include <cmath>
 #include <csignal>
-#include <cstdio>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -89,8 +89,9 @@ OptimizerConfig sgd() {
 PSFLOW_DATASET_FUNCTION(regression_data, ctx, args) {
   const uint64_t seed = ctx.worker_seed(static_cast<uint64_t>(args.int_value()));
   Dataset examples = Dataset::from_generator([seed]() -> Dataset::Generator {
-    return [rng = std::mt19937_64(seed), normal = std::normal_distribution<float>(0.0f, 1.0f)](
-               ) mutable -> absl::StatusOr<std::optional<Structure>> {
+    return [rng = std::mt19937_64(seed),
+            normal = std::normal_distribution<float>(
+                0.0f, 1.0f)]() mutable -> absl::StatusOr<std::optional<Structure>> {
       std::vector<float> x(kDim);
       float y = kTrueBias + 0.01f * normal(rng);
       for (int i = 0; i < kDim; ++i) {
@@ -282,8 +283,8 @@ absl::Status train(const Flags& flags) {
   }
   if (intervals >= 2) {
     if (!(*last_loss < *first_loss)) {
-      return absl::InternalError(
-          absl::StrCat("the loss did not fall: ", *first_loss, " at first, ", *last_loss, " at last"));
+      return absl::InternalError(absl::StrCat("the loss did not fall: ", *first_loss, " at first, ",
+                                              *last_loss, " at last"));
     }
     std::printf("loss fell from %.5f to %.5f\n", *first_loss, *last_loss);
   }
@@ -306,7 +307,7 @@ absl::Status train(const Flags& flags) {
 // temporary folder (task logs, checkpoints) is removed.
 
 // The TF_CONFIG of one task of `spec`.
-std::string tf_config(const ClusterSpec& spec, std::string_view type, int index) {
+std::string tf_config(const ClusterSpec& spec, const std::string& type, int index) {
   return absl::StrCat(R"({"cluster": )", spec.to_json(), R"(, "task": {"type": ")", type,
                       R"(", "index": )", index, "}}");
 }
@@ -437,10 +438,10 @@ absl::StatusOr<int> run_tf_config_cluster(const Flags& flags, const std::string&
   const std::string chief_config = tf_config(spec, "chief", 0);
   PSFLOW_ASSIGN_OR_RETURN(
       ChiefProcess chief,
-      ChiefProcess::start({"--steps", std::to_string(flags.steps), "--steps-per-checkpoint",
-                           std::to_string(flags.steps_per_checkpoint), "--checkpoint-dir",
-                           folder + "/checkpoints"},
-                          chief_config));
+      ChiefProcess::start(
+          {"--steps", std::to_string(flags.steps), "--steps-per-checkpoint",
+           std::to_string(flags.steps_per_checkpoint), "--checkpoint-dir", folder + "/checkpoints"},
+          chief_config));
   std::printf("tf-config demo: chief pid %d: `<program>` with TF_CONFIG='%s'\n",
               static_cast<int>(chief.pid()), chief_config.c_str());
   std::fflush(stdout);
