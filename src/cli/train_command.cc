@@ -20,6 +20,7 @@
 #include "psflow/cluster_resolver.h"
 #include "rpc/channel.h"
 #include "train/model_registry.h"
+#include "train/resume_check.h"
 #include "train/run_lock.h"
 #include "train/trainer.h"
 
@@ -60,6 +61,14 @@ once, saying what it was waiting for. A second signal exits at once.)"};
 
 int report(const absl::StatusOr<TrainSummary>& summary, const TrainOptions& options,
            const SignalShutdown& shutdown);
+
+// Prints why the run directory cannot resume with these options
+// (train/resume_check.h); true when it can.
+bool report_resume_check(const absl::Status& status) {
+  if (status.ok()) return true;
+  std::fprintf(stderr, "psflow train: %s\n", std::string(status.message()).c_str());
+  return false;
+}
 
 std::string default_run_dir(const TrainOptions& options) {
   return absl::StrCat("runs/",
@@ -135,7 +144,7 @@ int run_train(const TrainFlags& given, const CLI::App& app) {
       return false;
     }
     run_lock.emplace(*std::move(lock));
-    return true;
+    return report_resume_check(check_resume_options(options));
   };
 
   const std::string data = (*model)->data_name(options);
