@@ -78,9 +78,13 @@ TEST_F(WideDeepTrainingTest, LearnsWithTablesShardedOverBothPs) {
   EXPECT_DOUBLE_EQ(j["test_auc"].get<double>(), testing::test_auc(s));
   EXPECT_DOUBLE_EQ(j["test_accuracy"].get<double>(), s.test_accuracy);
   for (const char* key : {"test_loss", "epochs", "steps", "examples_per_sec", "wall_seconds",
-                          "num_workers", "num_ps", "history"}) {
+                          "num_workers", "num_ps", "history", "invocations", "steps_per_execution",
+                          "partitioner", "data_dir", "ps_recovery", "embedding_dim", "hidden"}) {
     EXPECT_TRUE(j.contains(key)) << key;
   }
+  // Its own options: the generated data's sizes.
+  EXPECT_EQ(j["generator"]["train_examples"], 30000) << j.dump(2);
+  EXPECT_EQ(j["generator"]["seed"], o.seed);
   ASSERT_EQ(j["history"].size(), 3u);
   EXPECT_TRUE(j["history"][2].contains("train_auc"));
   EXPECT_GT(j["history"][2]["train_auc"].get<double>(), 0.7);
