@@ -119,8 +119,13 @@ TEST_F(WideDeepTrainingTest, ARerunResumesFromTheLatestCheckpoint) {
   EXPECT_EQ(second.restored_steps, 2 * steps_per_epoch);
   EXPECT_EQ(second.steps, 3 * steps_per_epoch);
   EXPECT_EQ(second.optimizer_iterations, 3 * steps_per_epoch);
-  ASSERT_EQ(second.history.size(), 1u);
-  EXPECT_EQ(second.history[0].epoch, 3);
+  // The run's history: the first invocation's epochs, then this one's.
+  ASSERT_EQ(second.history.size(), 3u);
+  EXPECT_EQ(second.history[2].epoch, 3);
+  EXPECT_EQ(second.history[2].invocation, 1);
+  EXPECT_EQ(second.history[2].end_step, 3 * steps_per_epoch);
+  ASSERT_EQ(second.invocations.size(), 2u);
+  EXPECT_EQ(second.invocations[0].ended, kInvocationComplete);
   // Training went on from the restored model, not from scratch: a fresh
   // model's first epoch is far below this (see AnUntrainedModelMissesTheBound
   // and the 3-epoch bound above).
