@@ -20,6 +20,7 @@
 #include "psflow/cluster_resolver.h"
 #include "rpc/channel.h"
 #include "train/model_registry.h"
+#include "train/resume_check.h"
 #include "train/run_lock.h"
 #include "train/trainer.h"
 
@@ -56,10 +57,27 @@ resumes from that checkpoint, in the middle of its epoch. All of this within
 --stop-timeout (10 s): past it, it exits with the same status without
 finishing (e.g. a closure on a paused worker never came back; no checkpoint
 then). Before training starts (waiting for tasks, loading data) it exits at
-once, saying what it was waiting for. A second signal exits at once.)"};
+once, saying what it was waiting for. A second signal exits at once.
+
+Run directory: checkpoints/, TensorBoard events (per epoch, and every 100
+steps step/loss, step/learning_rate, step/examples_per_sec, at the run's
+global step across resumes), run_record.json (every epoch and invocation,
+rewritten after each epoch and when an invocation ends) and, once the run
+is complete, summary.json (the same). A rerun resumes from the latest
+checkpoint; it may change --epochs and most options, but not --model,
+--batch-size, --optimizer, --data-dir or --seed (refused before any task
+starts).)"};
 
 int report(const absl::StatusOr<TrainSummary>& summary, const TrainOptions& options,
            const SignalShutdown& shutdown);
+
+// Prints why the run directory cannot resume with these options
+// (train/resume_check.h); true when it can.
+bool report_resume_check(const absl::Status& status) {
+  if (status.ok()) return true;
+  std::fprintf(stderr, "psflow train: %s\n", std::string(status.message()).c_str());
+  return false;
+}
 
 std::string default_run_dir(const TrainOptions& options) {
   return absl::StrCat("runs/",
@@ -135,7 +153,7 @@ int run_train(const TrainFlags& given, const CLI::App& app) {
       return false;
     }
     run_lock.emplace(*std::move(lock));
-    return true;
+    return report_resume_check(check_resume_options(options));
   };
 
   const std::string data = (*model)->data_name(options);

@@ -118,8 +118,8 @@ absl::StatusOr<EpochRun> MirroredTraining::train_epoch(int epoch, int64_t done_s
   const absl::Time start = absl::Now();
   const int64_t total_steps = steps_per_epoch_ * options_.epochs;
   const int64_t steps = steps_per_epoch_ - done_steps;
-  ProgressBar progress(options_.out, options_.interactive_progress,
-                       absl::StrCat("epoch ", epoch, "/", options_.epochs), steps);
+  ProgressBar progress =
+      ProgressBar::for_epoch(options_, epoch, steps, steps_per_epoch_ * (options_.epochs - epoch));
   EpochRun run{model_.new_totals(), 0, 0.0};
   *completed = 0;
   for (; run.steps < steps; ++run.steps, ++step_, ++*completed) {

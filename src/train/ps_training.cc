@@ -65,7 +65,8 @@ class PsTraining final : public TrainingSession {
     const EpochClosures closures{&*args_, last, steps, spe};
     in_doubt_before_epoch_ = coordinator_->closures_in_doubt();
     return run_training_epoch(*coordinator_, model_.step_function(), closures, options_, epoch,
-                              model_.new_totals(), completed);
+                              model_.new_totals(), completed,
+                              steps_per_epoch_ * (options_.epochs - epoch));
   }
 
   absl::Status check_state_after_stop() const override {

@@ -11,6 +11,8 @@
 
 namespace psflow::internal {
 
+class StepObserver;  // train/step_observer.h
+
 inline constexpr char kParameterServerStrategy[] = "parameter_server";
 inline constexpr char kMirroredStrategy[] = "mirrored";
 
@@ -58,6 +60,9 @@ struct TrainOptions {
   // Redraw one progress line in place (a terminal) rather than printing
   // a line every tenth of an epoch (logs, CI).
   bool interactive_progress = false;
+  // Told of the steps as they complete (per-step TensorBoard scalars); null
+  // for none. Set by the trainer; must outlive the run.
+  StepObserver* step_observer = nullptr;
 };
 
 }  // namespace psflow::internal

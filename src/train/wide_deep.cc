@@ -142,6 +142,15 @@ void WideDeepModel::add_summary_fields(const TrainOptions& o, const TrainSummary
   j["data_dir"] = o.data_dir;
   j["embedding_dim"] = extra_.embedding_dim;
   j["hidden"] = extra_.hidden;
+  if (o.data_dir.empty()) {
+    const WideDeepGeneratorOptions& g = extra_.generator;
+    j["generator"] = {{"train_examples", g.train_examples},
+                      {"test_examples", g.test_examples},
+                      {"vocab_size", g.vocab_size},
+                      {"dense_features", g.dense_features},
+                      {"bag_size", g.bag_size},
+                      {"seed", o.seed}};
+  }
   j["wide_table_devices"] = wide_table_devices_;
   j["deep_table_devices"] = deep_table_devices_;
   j.erase("replicas");
