@@ -329,6 +329,10 @@ void add_train_flags(CLI::App& app, TrainFlags& flags) {
                  "none, fixed:<shards>, min_size:<bytes>[:<max>], max_size:<bytes>[:<max>]")
       ->capture_default_str();
   app.add_option("--run-dir", o.run_dir, "Output directory (default: runs/<time>-<model>)");
+  app.add_option("--checkpoint", o.checkpoint,
+                 "Resume from this checkpoint, a name in <run-dir>/checkpoints (ckpt-200) or a "
+                 "path, rather than the newest intact one; the run's newer checkpoints are "
+                 "renamed aside (ckpt-<N>.superseded), never deleted");
   app.add_option("--seed", o.seed, "Seed of initial values and shuffles")->capture_default_str();
   app.add_option("--steps-per-execution", o.steps_per_execution,
                  "Training steps per scheduled closure")
