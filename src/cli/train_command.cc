@@ -46,6 +46,13 @@ with `psflow server`). With --cluster-resolver slurm, the same from the srun
 step's variables: this rank must be the chief of --slurm-jobs (see
 deploy/slurm/). Data: Debian's dataset-fashion-mnist package.
 
+Run directory (--run-dir), whatever the model and strategy: config.json (what
+`psflow eval` needs), summary.json, TensorBoard events, checkpoints/ckpt-<step>
+saved every epoch. A rerun resumes from the newest intact checkpoint and says
+where; a damaged one is skipped with a line naming it and the error and renamed
+ckpt-<step>.corrupt (kept, never deleted). --checkpoint picks another (a name in
+checkpoints/ or a path); the run's newer ones are renamed ckpt-<step>.superseded.
+
 Stopping: on the first SIGTERM or SIGINT it schedules nothing more, cancels the
 closures in flight (a worker stops between two steps), waits for them to come
 back, saves a checkpoint of the steps done when it is consistent (every step
