@@ -1,5 +1,6 @@
 #include "train/resume_checkpoint.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <string_view>
 #include <system_error>
@@ -9,6 +10,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/strings.h"
 #include "checkpoint/checkpoint_io.h"
 #include "psflow/status_macros.h"
 
@@ -61,6 +63,36 @@ absl::Status set_aside(const std::string& path, const char* why, std::FILE* out)
                                           " to -", kMaxAsideNames, " all exist"));
 }
 
+// The "ckpt-<N>" directories of `dir` without an index.json: damaged (a
+// save never leaves one: it renames a complete directory into place), and
+// not among the manager's checkpoints, so that a save of step N would
+// replace them.
+std::vector<std::string> without_index(const std::string& dir) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string path = it->path().string();
+    std::error_code entry_ec;
+    if (checkpoint_number(path) < 0 || !it->is_directory(entry_ec) ||
+        fs::exists(it->path() / std::string(checkpoint::kIndexFileName), entry_ec)) {
+      continue;
+    }
+    out.push_back(path);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// Says why each of without_index(dir) is skipped.
+std::vector<std::string> skip_without_index(const std::string& dir, std::FILE* out) {
+  std::vector<std::string> damaged = without_index(dir);
+  for (const std::string& path : damaged) {
+    say(out, absl::StrCat("skipping checkpoint ", path, ": it has no ",
+                          av(checkpoint::kIndexFileName), " (incomplete or damaged)"));
+  }
+  return damaged;
+}
+
 // "available in <dir>: ckpt-100, ckpt-200 (damaged: ...)" or "there are
 // none in <dir>".
 std::string available(const CheckpointManager& manager) {
@@ -105,6 +137,9 @@ absl::StatusOr<std::optional<std::string>> restore_requested(CheckpointManager& 
     return absl::Status(restored.code(), absl::StrCat(flag, ": ", restored.message()));
   }
   PSFLOW_ASSIGN_OR_RETURN(const int64_t iterations, load_checkpoint_iterations(path));
+  for (const std::string& damaged : skip_without_index(manager.directory(), out)) {
+    PSFLOW_RETURN_IF_ERROR(set_aside(damaged, "corrupt", out));
+  }
   // Training goes on from `iterations`: the run's later checkpoints would
   // be replaced by its new ones of the same step.
   for (const std::string& newer : manager.checkpoints()) {
@@ -123,7 +158,7 @@ absl::StatusOr<std::optional<std::string>> restore_resume_checkpoint(CheckpointM
                                                                      std::FILE* out) {
   if (!requested.empty()) return restore_requested(manager, requested, out);
   std::vector<std::string> all = manager.checkpoints();
-  std::vector<std::string> damaged;
+  std::vector<std::string> damaged = skip_without_index(manager.directory(), out);
   std::optional<std::string> resume;
   for (auto it = all.rbegin(); it != all.rend() && !resume.has_value(); ++it) {
     absl::Status intact = checkpoint::verify_checkpoint(*it);

@@ -87,6 +87,7 @@ TEST(ResumeCheckpointTest, FallsBackPastDamagedCheckpointsAndKeepsThem) {
   }
   corrupt(dir + "/ckpt-300/chief-0.safetensors");
   fs::remove(dir + "/ckpt-200/chief-0.safetensors");  // incomplete
+  fs::create_directories(dir + "/ckpt-250");          // no index.json
   const std::string damaged_bytes = read_all(dir + "/ckpt-300/chief-0.safetensors");
 
   LocalRun second;
@@ -101,6 +102,8 @@ TEST(ResumeCheckpointTest, FallsBackPastDamagedCheckpointsAndKeepsThem) {
   EXPECT_THAT(said, HasSubstr(absl::StrCat("skipping checkpoint ", dir, "/ckpt-300: ", dir,
                                            "/ckpt-300/chief-0.safetensors: CRC32 is")));
   EXPECT_THAT(said, HasSubstr(absl::StrCat("skipping checkpoint ", dir, "/ckpt-200: ")));
+  EXPECT_THAT(said, HasSubstr(absl::StrCat("skipping checkpoint ", dir,
+                                           "/ckpt-250: it has no index.json")));
   EXPECT_THAT(said,
               HasSubstr(absl::StrCat("renamed ", dir, "/ckpt-300 to ", dir, "/ckpt-300.corrupt")));
   // Kept for inspection, byte for byte, and no longer a checkpoint.
@@ -114,8 +117,8 @@ TEST(ResumeCheckpointTest, FallsBackPastDamagedCheckpointsAndKeepsThem) {
     second.set_step(step);
     ASSERT_TRUE(resumed.save().ok());
   }
-  EXPECT_THAT(entries_of(dir), ElementsAre("ckpt-200.corrupt", "ckpt-300", "ckpt-300.corrupt",
-                                           "ckpt-400", "ckpt-500"));
+  EXPECT_THAT(entries_of(dir), ElementsAre("ckpt-200.corrupt", "ckpt-250.corrupt", "ckpt-300",
+                                           "ckpt-300.corrupt", "ckpt-400", "ckpt-500"));
   EXPECT_EQ(read_all(dir + "/ckpt-300.corrupt/chief-0.safetensors"), damaged_bytes);
 
   // Damaged again at the same step: a second name beside the first.
@@ -130,8 +133,8 @@ TEST(ResumeCheckpointTest, FallsBackPastDamagedCheckpointsAndKeepsThem) {
   EXPECT_THAT(none.text(), HasSubstr("no intact checkpoint left in " + dir +
                                      ": training starts from the initial values"));
   EXPECT_THAT(entries_of(dir),
-              ElementsAre("ckpt-200.corrupt", "ckpt-300.corrupt", "ckpt-300.corrupt-2",
-                          "ckpt-400.corrupt", "ckpt-500.corrupt"));
+              ElementsAre("ckpt-200.corrupt", "ckpt-250.corrupt", "ckpt-300.corrupt",
+                          "ckpt-300.corrupt-2", "ckpt-400.corrupt", "ckpt-500.corrupt"));
 }
 
 TEST(ResumeCheckpointTest, AnIntactCheckpointOfAnotherModelIsAnErrorNotDamage) {
