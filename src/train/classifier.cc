@@ -100,10 +100,6 @@ std::string ClassifierModel::run_config(const TrainOptions& options) const {
       .dump(2);
 }
 
-absl::StatusOr<std::vector<Tensor>> ClassifierModel::initial_parameters(uint64_t seed) const {
-  return initial_mlp_parameters(spec_, seed);
-}
-
 Structure ClassifierModel::training_examples() const {
   return Structure::tuple({data_->train_images, data_->train_labels});
 }

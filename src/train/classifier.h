@@ -60,8 +60,6 @@ class ClassifierModel final : public Model, public MirroredModel {
   [[nodiscard]] std::string run_config(const TrainOptions& options) const override;
 
   // MirroredModel.
-  [[nodiscard]] absl::StatusOr<std::vector<Tensor>> initial_parameters(
-      uint64_t seed) const override;
   [[nodiscard]] Structure training_examples() const override;
   [[nodiscard]] absl::StatusOr<ReplicaStep> forward_backward(const std::vector<Tensor>& params,
                                                              const Structure& batch) const override;

@@ -55,9 +55,6 @@ struct ReplicaStep {
 class MirroredModel {
  public:
   virtual ~MirroredModel() = default;
-  // The parameters every replica starts from, in parameter order.
-  [[nodiscard]] virtual absl::StatusOr<std::vector<Tensor>> initial_parameters(
-      uint64_t seed) const = 0;
   // The training set, one element per example (Model::train_examples() of
   // them), for Dataset::from_tensor_slices.
   [[nodiscard]] virtual Structure training_examples() const = 0;

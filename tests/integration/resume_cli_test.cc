@@ -118,6 +118,12 @@ TEST(ResumeCliTest, TrainSkipsADamagedLatestCheckpointAndCanPickOne) {
   EXPECT_EQ(entries_of(ckpts),
             (std::vector<std::string>{"ckpt-100", "ckpt-200", "ckpt-200.corrupt"}));
 
+  // The sidecar evaluator skips the renamed one.
+  Ran eval = run({PSFLOW_BINARY_PATH, "eval", "--run-dir", run_dir, "--once"});
+  ASSERT_EQ(eval.code, 0) << eval.out << eval.err;
+  EXPECT_THAT(eval.out, HasSubstr("2 checkpoint(s) evaluated"));
+  EXPECT_THAT(eval.out, Not(HasSubstr("corrupt")));
+
   // A name that is not there: the error names it and the ones there are.
   std::vector<std::string> pick = argv;
   pick.insert(pick.end(), {"--checkpoint", "ckpt-150"});
