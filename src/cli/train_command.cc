@@ -47,6 +47,13 @@ with `psflow server`). With --cluster-resolver slurm, the same from the srun
 step's variables: this rank must be the chief of --slurm-jobs (see
 deploy/slurm/). Data: Debian's dataset-fashion-mnist package.
 
+Run directory (--run-dir), whatever the model and strategy: config.json (what
+`psflow eval` needs), summary.json, TensorBoard events, checkpoints/ckpt-<step>
+saved every epoch. A rerun resumes from the newest intact checkpoint and says
+where; a damaged one is skipped with a line naming it and the error and renamed
+ckpt-<step>.corrupt (kept, never deleted). --checkpoint picks another (a name in
+checkpoints/ or a path); the run's newer ones are renamed ckpt-<step>.superseded.
+
 Stopping: on the first SIGTERM or SIGINT it schedules nothing more, cancels the
 closures in flight (a worker stops between two steps), waits for them to come
 back, saves a checkpoint of the steps done when it is consistent (every step
@@ -347,6 +354,10 @@ void add_train_flags(CLI::App& app, TrainFlags& flags) {
                  "none, fixed:<shards>, min_size:<bytes>[:<max>], max_size:<bytes>[:<max>]")
       ->capture_default_str();
   app.add_option("--run-dir", o.run_dir, "Output directory (default: runs/<time>-<model>)");
+  app.add_option("--checkpoint", o.checkpoint,
+                 "Resume from this checkpoint, a name in <run-dir>/checkpoints (ckpt-200) or a "
+                 "path, rather than the newest intact one; the run's newer checkpoints are "
+                 "renamed aside (ckpt-<N>.superseded), never deleted");
   app.add_option("--seed", o.seed, "Seed of initial values and shuffles")->capture_default_str();
   app.add_option("--steps-per-execution", o.steps_per_execution,
                  "Training steps per scheduled closure")

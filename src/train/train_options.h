@@ -37,6 +37,10 @@ struct TrainOptions {
   uint64_t seed = 0;
   std::string data_dir;  // Empty: the model's default data.
   std::string run_dir;   // Where summary.json goes; created if missing.
+  // The checkpoint to resume from (--checkpoint): a name in
+  // <run_dir>/checkpoints or a path; empty: the newest intact one
+  // (train/resume_checkpoint.h).
+  std::string checkpoint;
   // Spec string of the variable partitioner: "none", "fixed:<shards>",
   // "min_size:<bytes>[:<max_shards>]", "max_size:<bytes>[:<max_shards>]".
   std::string partitioner = "none";
