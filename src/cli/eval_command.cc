@@ -39,6 +39,11 @@ void add_eval_flags(CLI::App& app, EvalFlags& flags) {
 }
 
 int run_eval(const EvalFlags& flags) {
+  if (!(flags.timeout_seconds > 0)) {
+    std::fprintf(stderr, "psflow eval: --timeout %g must be a positive number of seconds\n",
+                 flags.timeout_seconds);
+    return kExitUsage;
+  }
   SignalShutdown shutdown;
   EvaluatorOptions options;
   options.run_dir = flags.run_dir;
