@@ -10,7 +10,6 @@
 #include "cli/local_cluster_session.h"
 #include "cli/signals.h"
 #include "cli/train_checks.h"
-#include "psflow/status_macros.h"
 
 namespace psflow::internal {
 
@@ -87,22 +86,10 @@ SIGKILL after 3 s) and exits within 10 s with status 128+signal (143 for
 SIGTERM, 130 for SIGINT); during start-up it exits at once. A second signal
 exits at once.)"};
 
-// The checks that need no task and write nothing; INVALID_ARGUMENT naming
-// the flag.
-absl::Status check_local_cluster_flags(const LocalClusterFlags& flags) {
-  if (flags.num_ps + flags.num_workers < 1) {
-    return absl::InvalidArgumentError(
-        "--num-ps 0 --num-workers 0 is no cluster; start at least one task (e.g. --num-ps 1 "
-        "--num-workers 1).");
-  }
-  if (!flags.log_dir.empty()) {
-    PSFLOW_RETURN_IF_ERROR(check_writable_dir(flags.log_dir, "--log-dir"));
-  }
-  return absl::OkStatus();
-}
-
 int run_local_cluster(const LocalClusterFlags& flags) {
-  if (absl::Status checked = check_local_cluster_flags(flags); !checked.ok()) {
+  // Before anything starts or is written.
+  if (absl::Status checked = check_local_cluster_flags(flags, /*for_training=*/false);
+      !checked.ok()) {
     std::fprintf(stderr, "psflow local-cluster: %s\n", std::string(checked.message()).c_str());
     return kExitUsage;
   }
@@ -113,8 +100,9 @@ int run_local_cluster(const LocalClusterFlags& flags) {
     absl::StatusOr<LocalCluster*> cluster = session.start(to_local_cluster_options(flags));
     if (!cluster.ok()) {
       if (shutdown.exit_code().has_value()) return *shutdown.exit_code();
-      std::fprintf(stderr, "psflow local-cluster: %s\n", cluster.status().ToString().c_str());
-      return kExitFailure;
+      std::fprintf(stderr, "psflow local-cluster: %s\n",
+                   std::string(cluster.status().message()).c_str());
+      return absl::IsInvalidArgument(cluster.status()) ? kExitUsage : kExitFailure;
     }
     PSFLOW_LOG(Info, "cluster: ", (*cluster)->cluster_spec().to_json());
     print_tasks(**cluster, stdout);

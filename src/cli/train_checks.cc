@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/strings.h"
+#include "rpc/address.h"
 
 namespace psflow::internal {
 namespace {
@@ -77,19 +78,32 @@ absl::Status check_flags_of_mode(const CLI::App& app, TrainMode mode, std::strin
   return absl::OkStatus();
 }
 
-absl::Status check_local_cluster_size(const LocalClusterFlags& flags) {
-  if (flags.num_ps < 1) {
+absl::Status check_local_cluster_flags(const LocalClusterFlags& flags, bool for_training) {
+  if (!for_training && flags.num_ps + flags.num_workers < 1) {
+    return absl::InvalidArgumentError(
+        "--num-ps 0 --num-workers 0 is no cluster; start at least one task (e.g. --num-ps 1 "
+        "--num-workers 1).");
+  }
+  if (for_training && flags.num_ps < 1) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--num-ps ", flags.num_ps,
         ": there must be at least one ps (as in TensorFlow's ParameterServerStrategy); use 1 to "
         "256, or --strategy mirrored to train without ps tasks."));
   }
-  if (flags.num_workers < 1) {
+  if (for_training && flags.num_workers < 1) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--num-workers ", flags.num_workers,
         ": there must be at least one worker (as in TensorFlow's ParameterServerStrategy); use 1 "
         "to 256."));
   }
+  if (!is_loopback_host(flags.host)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--host ", flags.host,
+        " is not a loopback address; the local cluster's tasks serve without authentication, "
+        "so they listen on loopback only (use 127.0.0.1 or ::1; across hosts, run `psflow "
+        "server` with TF_CONFIG)."));
+  }
+  if (!flags.log_dir.empty()) return check_writable_dir(flags.log_dir, "--log-dir");
   return absl::OkStatus();
 }
 

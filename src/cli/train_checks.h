@@ -29,9 +29,13 @@ enum class TrainMode {
 [[nodiscard]] absl::Status check_flags_of_mode(const CLI::App& app, TrainMode mode,
                                                std::string_view source);
 
-// INVALID_ARGUMENT unless the local cluster has at least one ps and one
-// worker (TensorFlow's ParameterServerStrategy needs both).
-[[nodiscard]] absl::Status check_local_cluster_size(const LocalClusterFlags& flags);
+// The embedded local cluster's flags, checked before it starts:
+// INVALID_ARGUMENT naming the flag unless there is at least one ps and one
+// worker (`for_training`: TensorFlow's ParameterServerStrategy needs both)
+// or at least one task, --host is a loopback address (the tasks serve
+// without authentication) and --log-dir (when given) can be written.
+[[nodiscard]] absl::Status check_local_cluster_flags(const LocalClusterFlags& flags,
+                                                     bool for_training);
 
 // OK when `dir` could be created or written by this process: it is a
 // writable directory, or its nearest existing ancestor is. Creates nothing.

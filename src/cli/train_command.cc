@@ -215,14 +215,10 @@ absl::Status check_before_start(const TrainFlags& flags, const CLI::App& app, co
   const TrainOptions& options = flags.train;
   PSFLOW_RETURN_IF_ERROR(check_flags_of_mode(app, mode, source));
   if (mode == TrainMode::kLocalCluster) {
-    PSFLOW_RETURN_IF_ERROR(check_local_cluster_size(flags.cluster));
+    PSFLOW_RETURN_IF_ERROR(check_local_cluster_flags(flags.cluster, /*for_training=*/true));
   }
   PSFLOW_RETURN_IF_ERROR(model.check_data(options));
-  PSFLOW_RETURN_IF_ERROR(check_writable_dir(options.run_dir, "--run-dir"));
-  if (mode == TrainMode::kLocalCluster && !flags.cluster.log_dir.empty()) {
-    PSFLOW_RETURN_IF_ERROR(check_writable_dir(flags.cluster.log_dir, "--log-dir"));
-  }
-  return absl::OkStatus();
+  return check_writable_dir(options.run_dir, "--run-dir");
 }
 
 int run_train(const TrainFlags& given, const CLI::App& app) {
@@ -336,8 +332,8 @@ int run_train(const TrainFlags& given, const CLI::App& app) {
     absl::StatusOr<LocalCluster*> cluster = session.start(cluster_options);
     if (!cluster.ok()) {
       if (shutdown.exit_code().has_value()) return *shutdown.exit_code();
-      std::fprintf(stderr, "psflow train: %s\n", cluster.status().ToString().c_str());
-      return kExitFailure;
+      std::fprintf(stderr, "psflow train: %s\n", std::string(cluster.status().message()).c_str());
+      return absl::IsInvalidArgument(cluster.status()) ? kExitUsage : kExitFailure;
     }
     print_tasks(**cluster, stdout);
     spec = (*cluster)->cluster_spec();
@@ -423,7 +419,14 @@ void add_train_flags(CLI::App& app, TrainFlags& flags) {
   app.add_option("--run-dir", o.run_dir, "Output directory (default: runs/<time>-<model>)");
   app.add_option("--seed", o.seed, "Seed of initial values and shuffles (0 to 2^64-1)")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(
+          [](const std::string& value) -> std::string {
+            // CLI11 would wrap "-3" around to 18446744073709551613.
+            return value.find('-') == std::string::npos
+                       ? ""
+                       : "the seed is a whole number from 0 to 18446744073709551615";
+          },
+          "0 to 2^64-1");
   app.add_option("--steps-per-execution", o.steps_per_execution,
                  "Training steps per scheduled closure")
       ->capture_default_str();

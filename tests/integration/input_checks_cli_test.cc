@@ -5,10 +5,14 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <memory>
+#include <utility>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "gmock/gmock.h"
@@ -218,6 +222,10 @@ TEST(InputChecksCliTest, OtherCommandsCheckTheirFlagsToo) {
   EXPECT_THAT(empty.err, HasSubstr("no cluster"));
   EXPECT_FALSE(std::filesystem::exists(log_dir));
 
+  const Outcome host = run({"local-cluster", "--host", "10.9.9.9"});
+  EXPECT_EQ(host.exit_code, 2) << host.err;
+  EXPECT_THAT(host.err, HasSubstr("--host 10.9.9.9 is not a loopback address"));
+
   const Outcome eval = run({"eval", "--run-dir", fresh_dir("eval"), "--timeout", "0"});
   EXPECT_EQ(eval.exit_code, 2) << eval.err;
   EXPECT_THAT(eval.err, HasSubstr("--timeout 0"));
@@ -265,7 +273,7 @@ TEST(InputChecksCliTest, ABadLogLevelIsWarnedAboutAndDocumented) {
   const std::string out = help.read_stdout(absl::Now() + absl::Seconds(30));
   EXPECT_EQ(help.wait_exit_code(absl::Now() + absl::Seconds(30)), 0);
   EXPECT_THAT(out, HasSubstr("PSFLOW_LOG_LEVEL"));
-  EXPECT_THAT(out, HasSubstr("debug, info (the default), warning or error"));
+  EXPECT_THAT(out, HasSubstr("warning or error (or 0 to 3; any case)"));
 }
 
 }  // namespace
