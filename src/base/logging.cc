@@ -26,8 +26,8 @@ LogLevel initial_level() {
   if (v == "warning" || v == "warn" || v == "2") return LogLevel::kWarning;
   if (v == "error" || v == "3") return LogLevel::kError;
   log_message(LogLevel::kWarning, __FILE__, __LINE__,
-              absl::StrCat("PSFLOW_LOG_LEVEL='", env, "' is not a log level; use ",
-                           kLogLevelValues, ". Logging at info."));
+              absl::StrCat("PSFLOW_LOG_LEVEL='", env, "' is not a log level; use ", kLogLevelValues,
+                           ". Logging at info."));
   return LogLevel::kInfo;
 }
 

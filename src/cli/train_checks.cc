@@ -120,9 +120,9 @@ absl::Status check_writable_dir(const std::string& dir, std::string_view flag) {
     existing = existing.parent_path();
   }
   if (!fs::is_directory(existing, ec)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        av(flag), " ", dir, ": ", existing.string(),
-        " is not a directory; choose a directory path (it is created if missing)."));
+    return absl::InvalidArgumentError(
+        absl::StrCat(av(flag), " ", dir, ": ", existing.string(),
+                     " is not a directory; choose a directory path (it is created if missing)."));
   }
   if (::access(existing.c_str(), W_OK | X_OK) != 0) {
     const int error = errno;

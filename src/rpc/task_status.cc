@@ -41,8 +41,7 @@ void TaskStatus::fill(v1::GetStatusResponse& response) const {
   response.set_version(std::string(version()));
 }
 
-void TaskStatus::note_caller(grpc::CallbackServerContext* context,
-                             std::string_view call) const {
+void TaskStatus::note_caller(grpc::CallbackServerContext* context, std::string_view call) const {
   std::string peer = context->peer();
   size_t logged = 0;
   {

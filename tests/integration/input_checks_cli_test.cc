@@ -7,8 +7,8 @@
 #include <fstream>
 #include <map>
 #include <memory>
-#include <utility>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -193,19 +193,18 @@ TEST(InputChecksCliTest, AChiefNamesSwappedPsAndWorkerAddresses) {
   for (const char* job : {"ps", "worker"}) {
     servers.push_back(std::make_unique<TestProcess>(
         std::vector<std::string>{PSFLOW_BINARY_PATH, "server", "--reuse-port"},
-        test_environment({{"TF_CONFIG", tf_config(ps->address(), worker->address(),
-                                                  absl::StrCat(R"({"type": ")", job,
-                                                               R"(", "index": 0})"))}})));
+        test_environment(
+            {{"TF_CONFIG", tf_config(ps->address(), worker->address(),
+                                     absl::StrCat(R"({"type": ")", job, R"(", "index": 0})"))}})));
     ASSERT_GT(servers.back()->pid(), 0);
   }
   const std::string run_dir = fresh_dir("swapped");
-  const Outcome outcome =
-      run({"train", "--startup-timeout", "30", "--run-dir", run_dir},
-          {{"TF_CONFIG", tf_config(worker->address(), ps->address(),
-                                   R"({"type": "chief", "index": 0})")}});
+  const Outcome outcome = run({"train", "--startup-timeout", "30", "--run-dir", run_dir},
+                              {{"TF_CONFIG", tf_config(worker->address(), ps->address(),
+                                                       R"({"type": "chief", "index": 0})")}});
   EXPECT_EQ(outcome.exit_code, 2) << outcome.err;
-  EXPECT_THAT(outcome.err, HasSubstr(absl::StrCat("ps:0 at ", worker->address(),
-                                                  " answers as worker:0")));
+  EXPECT_THAT(outcome.err,
+              HasSubstr(absl::StrCat("ps:0 at ", worker->address(), " answers as worker:0")));
   EXPECT_THAT(outcome.err, HasSubstr("the TF_CONFIG addresses of ps and worker look swapped"));
   EXPECT_THAT(outcome.err, Not(HasSubstr("UNIMPLEMENTED")));
   for (auto& server : servers) {
@@ -216,8 +215,8 @@ TEST(InputChecksCliTest, AChiefNamesSwappedPsAndWorkerAddresses) {
 
 TEST(InputChecksCliTest, OtherCommandsCheckTheirFlagsToo) {
   const std::string log_dir = fresh_dir("local-cluster-logs");
-  const Outcome empty = run({"local-cluster", "--num-ps", "0", "--num-workers", "0", "--log-dir",
-                             log_dir});
+  const Outcome empty =
+      run({"local-cluster", "--num-ps", "0", "--num-workers", "0", "--log-dir", log_dir});
   EXPECT_EQ(empty.exit_code, 2) << empty.err;
   EXPECT_THAT(empty.err, HasSubstr("no cluster"));
   EXPECT_FALSE(std::filesystem::exists(log_dir));
@@ -238,8 +237,7 @@ TEST(InputChecksCliTest, AServersLogNamesItsRoleAddressAndConnections) {
   absl::StatusOr<PortReservation> worker = PortReservation::reserve("127.0.0.1");
   ASSERT_TRUE(ps.ok() && worker.ok());
   TestProcess server(
-      {PSFLOW_BINARY_PATH, "server", "--reuse-port", "--job", "ps", "--task", "0",
-       "--cluster-json",
+      {PSFLOW_BINARY_PATH, "server", "--reuse-port", "--job", "ps", "--task", "0", "--cluster-json",
        absl::StrCat(R"({"ps": [")", ps->address(), R"("], "worker": [")", worker->address(),
                     R"("]})")},
       test_environment({{"PSFLOW_LOG_LEVEL", ""}}));
