@@ -60,7 +60,7 @@ int run_eval(const EvalFlags& flags) {
     return *stopped;
   }
   if (!evaluated.ok()) {
-    std::fprintf(stderr, "psflow eval: %s\n", evaluated.status().ToString().c_str());
+    std::fprintf(stderr, "psflow eval: %s\n", std::string(evaluated.status().message()).c_str());
     return absl::IsNotFound(evaluated.status()) || absl::IsInvalidArgument(evaluated.status())
                ? kExitUsage
                : kExitFailure;

@@ -1,4 +1,6 @@
 // `psflow server`: runs one ps or worker task until SIGTERM/SIGINT.
+#include <unistd.h>
+
 #include <cstdio>
 #include <memory>
 #include <optional>
@@ -16,6 +18,7 @@
 #include "psflow/cluster_resolver.h"
 #include "psflow/server.h"
 #include "psflow/status_macros.h"
+#include "rpc/task_status.h"
 #include "server/task_plan.h"
 
 namespace psflow::internal {
@@ -288,7 +291,12 @@ int run_server(const ServerFlags& flags, const CLI::App& app) {
     std::fprintf(stderr, "psflow server: %s\n", std::string(status.message()).c_str());
     return kExitFailure;
   }
-  PSFLOW_LOG(Info, "serving ", (*server)->task_name(), " at ", (*server)->target());
+  // What this task is, once: its role, where, and which process (a restart
+  // shows as a new pid and incarnation at the same address).
+  PSFLOW_LOG(Info, "serving ", (*server)->task_name(), " at ", (*server)->target(), " as ",
+             role->job == kPsJob ? "a ps (holds variables, applies updates)"
+                                 : "a worker (runs the coordinator's scheduled functions)",
+             "; pid ", ::getpid(), ", incarnation ", absl::Hex(process_incarnation()));
   std::optional<int> stopped;
   {
     // Signals that arrived before this point are pending and handled now.

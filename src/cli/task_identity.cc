@@ -35,7 +35,13 @@ absl::Status check_task_identity(std::string_view address, std::string_view job,
     if (status->job_name() == job && status->task_index() == index) return absl::OkStatus();
     return mismatch(address, job, index, *status);
   }
-  if (!absl::IsUnimplemented(status.status())) return status.status();
+  if (!absl::IsUnimplemented(status.status())) {
+    // Only a mismatch is FAILED_PRECONDITION (the caller's contract).
+    if (absl::IsFailedPrecondition(status.status())) {
+      return absl::UnavailableError(status.status().message());
+    }
+    return status.status();
+  }
   // Not `job`'s service: is it the other job's task?
   absl::StatusOr<v1::GetStatusResponse> other = get_status(address, other_job(job), 0, deadline);
   if (other.ok()) return mismatch(address, job, index, *other);

@@ -15,8 +15,9 @@ namespace psflow::internal {
 // "ps:0 at host:port answers as worker:1; the TF_CONFIG addresses of ps and
 // worker look swapped" (or of ps:0 and ps:1). A task of the other job does
 // not serve `job`'s service (it would answer UNIMPLEMENTED with no reason),
-// so the other job's GetStatus is asked too. Other errors come back as
-// they are (the caller waited for the task to be healthy first). Bounded by
+// so the other job's GetStatus is asked too; FAILED_PRECONDITION as well
+// when it serves neither. Other errors (a task that went away meanwhile)
+// come back as they are, never as FAILED_PRECONDITION. Bounded by
 // `deadline`.
 [[nodiscard]] absl::Status check_task_identity(std::string_view address, std::string_view job,
                                                int index, absl::Time deadline);

@@ -142,7 +142,9 @@ absl::StatusOr<std::optional<ExternalCluster>> external_cluster(const TrainFlags
   }
   // TensorFlow's rules at once (no ps, no worker, ...), not after waiting
   // for tasks that cannot make a valid cluster.
-  if (absl::Status valid = validate_parameter_server_cluster(*spec, *task_type, *task_id);
+  // There is at most one chief: a TF_CONFIG without its index means 0.
+  if (absl::Status valid =
+          validate_parameter_server_cluster(*spec, *task_type, task_id->value_or(0));
       !valid.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(cluster.source, ": ", valid.message()));
   }
@@ -189,7 +191,11 @@ std::optional<int> wait_for_external_tasks(const ExternalCluster& cluster, const
       // swapped addresses are named here rather than as UNIMPLEMENTED later.
       absl::Status identity = check_task_identity(
           *address, job, index, std::max(deadline, absl::Now() + absl::Seconds(10)));
-      if (!identity.ok()) mismatched.push_back(std::string(identity.message()));
+      if (absl::IsFailedPrecondition(identity)) {
+        mismatched.push_back(std::string(identity.message()));
+      } else if (!identity.ok()) {
+        missing.push_back(std::string(identity.message()));
+      }
     }
   }
   if (!mismatched.empty()) {

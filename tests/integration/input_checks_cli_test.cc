@@ -252,7 +252,9 @@ TEST(InputChecksCliTest, AServersLogNamesItsRoleAddressAndConnections) {
   ASSERT_TRUE(server.signal(SIGTERM));
   EXPECT_EQ(server.wait_exit_code(absl::Now() + absl::Seconds(15)), 143);
   const std::string log = server.read_stderr(absl::Now() + absl::Seconds(5));
-  EXPECT_THAT(log, HasSubstr(absl::StrCat("serving /job:ps/replica:0/task:0 at ", ps->address())));
+  EXPECT_THAT(log, HasSubstr(absl::StrCat("serving /job:ps/replica:0/task:0 at ", ps->address(),
+                                          " as a ps (holds variables")));
+  EXPECT_THAT(log, HasSubstr(absl::StrCat("pid ", server.pid(), ", incarnation ")));
   const std::vector<std::string> connected =
       absl::StrSplit(log, "/job:ps/replica:0/task:0: a client connected from ");
   EXPECT_EQ(connected.size(), 2u) << log;
