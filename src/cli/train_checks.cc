@@ -24,7 +24,12 @@ constexpr const char* kLocalClusterOnlyFlags[] = {
 }  // namespace
 
 absl::Status check_flags_of_mode(const CLI::App& app, TrainMode mode, std::string_view source) {
-  auto given = [&app](const char* flag) { return app.count(flag) > 0; };
+  // A flag the command does not declare was not given (app.count would
+  // throw).
+  auto given = [&app](const char* flag) {
+    const CLI::Option* option = app.get_option_no_throw(flag);
+    return option != nullptr && option->count() > 0;
+  };
   switch (mode) {
     case TrainMode::kLocalCluster: break;
     case TrainMode::kExternalCluster:
