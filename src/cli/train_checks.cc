@@ -40,7 +40,8 @@ absl::Status check_flags_of_mode(const CLI::App& app, TrainMode mode, std::strin
               av(source), " here (", av(source),
               " lists the ps and worker tasks, and each runs `psflow server` with its own "
               "flags); drop ",
-              flag, ", or unset ", av(source) == "TF_CONFIG" ? "TF_CONFIG" : "--cluster-resolver",
+              flag, ", or ",
+              av(source) == "TF_CONFIG" ? "unset TF_CONFIG" : "drop --cluster-resolver slurm",
               " to train on a local cluster."));
         }
       }
