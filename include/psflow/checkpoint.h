@@ -133,7 +133,10 @@ class CheckpointManager {
   // Restores the latest checkpoint and returns its path, or returns nullopt
   // when there is none (the variables keep their initial values: TF's
   // restore_or_initialize without an init_fn). Errors of restore() and of
-  // reading the directory are returned as they are.
+  // reading the directory are returned as they are: a damaged latest
+  // checkpoint is an error here, as in TF, and nothing falls back to an
+  // older one (the caller decides; `psflow train` does fall back, renaming
+  // the damaged one aside: docs/fault_tolerance.md, "Damaged checkpoints").
   [[nodiscard]] absl::StatusOr<std::optional<std::string>> restore_or_initialize();
 
   [[nodiscard]] const std::string& directory() const;

@@ -270,6 +270,49 @@ absl::StatusOr<Tensor> part_tensor(
   return it->second;
 }
 
+// Every saved variable's parts as the checkpoint's files hold them, after
+// checking every file (size, CRC32, safetensors structure) and that each
+// part names tensors of the dtype and shape index.json gives.
+using SavedParts = std::map<std::string, std::vector<internal::checkpoint::SavedPart>>;
+absl::StatusOr<SavedParts> read_saved_parts(const std::string& path, const CheckpointIndex& index) {
+  const std::string index_path =
+      (fs::path(path) / std::string(internal::checkpoint::kIndexFileName)).string();
+  auto index_error = [&](absl::string_view what) {
+    return absl::InvalidArgumentError(absl::StrCat(index_path, ": ", what));
+  };
+  // Every file: size, checksum, structure.
+  std::map<std::string, internal::checkpoint::SafetensorsContents> contents;
+  for (const internal::checkpoint::FileEntry& f : index.files) {
+    PSFLOW_ASSIGN_OR_RETURN(contents[f.name], read_checked(path, f));
+  }
+  // Every part of every saved variable names tensors that exist as described.
+  SavedParts saved;
+  for (const VariableEntry& v : index.variables) {
+    std::vector<internal::checkpoint::SavedPart>& parts = saved[v.name];
+    for (size_t j = 0; j < v.parts.size(); ++j) {
+      const PartEntry& p = v.parts[j];
+      const std::string what = absl::StrCat("variable '", v.name, "' part ", j);
+      internal::checkpoint::SavedPart s;
+      s.offset = p.offset;
+      PSFLOW_ASSIGN_OR_RETURN(s.state.value,
+                              part_tensor(contents, path, p.file, p.key, v.dtype, p.shape, what));
+      s.state.slots.optimizer = p.optimizer;
+      s.state.slots.steps = p.steps;
+      for (const auto& [slot, key] : p.slots) {
+        PSFLOW_ASSIGN_OR_RETURN(Tensor t, part_tensor(contents, path, p.file, key, v.dtype, p.shape,
+                                                      absl::StrCat(what, " slot '", slot, "'")));
+        s.state.slots.slots.emplace(slot, std::move(t));
+      }
+      if (absl::Status st = validate_optimizer_slots(s.state.slots, v.dtype, p.shape, p.key);
+          !st.ok()) {
+        return index_error(absl::StrCat(what, ": ", st.message()));
+      }
+      parts.push_back(std::move(s));
+    }
+  }
+  return saved;
+}
+
 absl::Status restore_checkpoint(const Checkpoint& ckpt, const std::string& path) {
   PSFLOW_ASSIGN_OR_RETURN(CheckpointIndex index, read_index(path));
   const std::string index_path =
@@ -319,36 +362,7 @@ absl::Status restore_checkpoint(const Checkpoint& ckpt, const std::string& path)
     }
     entries.push_back(e);
   }
-  // Every file: size, checksum, structure.
-  std::map<std::string, internal::checkpoint::SafetensorsContents> contents;
-  for (const internal::checkpoint::FileEntry& f : index.files) {
-    PSFLOW_ASSIGN_OR_RETURN(contents[f.name], read_checked(path, f));
-  }
-  // Every part of every saved variable names tensors that exist as described.
-  std::map<std::string, std::vector<internal::checkpoint::SavedPart>> saved;
-  for (const VariableEntry& v : index.variables) {
-    std::vector<internal::checkpoint::SavedPart>& parts = saved[v.name];
-    for (size_t j = 0; j < v.parts.size(); ++j) {
-      const PartEntry& p = v.parts[j];
-      const std::string what = absl::StrCat("variable '", v.name, "' part ", j);
-      internal::checkpoint::SavedPart s;
-      s.offset = p.offset;
-      PSFLOW_ASSIGN_OR_RETURN(s.state.value,
-                              part_tensor(contents, path, p.file, p.key, v.dtype, p.shape, what));
-      s.state.slots.optimizer = p.optimizer;
-      s.state.slots.steps = p.steps;
-      for (const auto& [slot, key] : p.slots) {
-        PSFLOW_ASSIGN_OR_RETURN(Tensor t, part_tensor(contents, path, p.file, key, v.dtype, p.shape,
-                                                      absl::StrCat(what, " slot '", slot, "'")));
-        s.state.slots.slots.emplace(slot, std::move(t));
-      }
-      if (absl::Status st = validate_optimizer_slots(s.state.slots, v.dtype, p.shape, p.key);
-          !st.ok()) {
-        return index_error(absl::StrCat(what, ": ", st.message()));
-      }
-      parts.push_back(std::move(s));
-    }
-  }
+  PSFLOW_ASSIGN_OR_RETURN(SavedParts saved, read_saved_parts(path, index));
   // Each current part's state, resharded where the layouts differ.
   const OptimizerConfig* fill = index.optimizer.has_value() ? &*index.optimizer
                                 : optimizer != nullptr      ? &optimizer->config()
@@ -397,6 +411,16 @@ absl::Status write_checkpoint_directory(PreparedCheckpoint prepared, const std::
 
 absl::StatusOr<CheckpointIndex> read_checkpoint_index(const std::string& path) {
   return read_index(path);
+}
+
+absl::Status verify_checkpoint(const std::string& path) {
+  PSFLOW_ASSIGN_OR_RETURN(CheckpointIndex index, read_index(path));
+  return read_saved_parts(path, index).status();
+}
+
+bool is_damage(const absl::Status& status) {
+  return absl::IsInvalidArgument(status) || absl::IsNotFound(status) || absl::IsDataLoss(status) ||
+         absl::IsOutOfRange(status);
 }
 
 }  // namespace internal::checkpoint

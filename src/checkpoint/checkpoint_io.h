@@ -39,6 +39,18 @@ struct PreparedCheckpoint {
 // it has none).
 [[nodiscard]] absl::StatusOr<CheckpointIndex> read_checkpoint_index(const std::string& path);
 
+// Whether checkpoint `path` is intact, whatever it will be restored into:
+// its index parses, every file has the size and CRC32 the index records
+// and is well-formed safetensors, and every part and slot the index names
+// is a tensor of the dtype and shape it gives. The error names the file
+// and the problem (is_damage() tells damage from a failure to read).
+[[nodiscard]] absl::Status verify_checkpoint(const std::string& path);
+
+// Whether an error of verify_checkpoint says the checkpoint itself is damaged or incomplete
+// (INVALID_ARGUMENT, NOT_FOUND, DATA_LOSS, OUT_OF_RANGE), rather than that it could not be read now
+// (PERMISSION_DENIED, an I/O error), which reading again may cure.
+[[nodiscard]] bool is_damage(const absl::Status& status);
+
 }  // namespace psflow::internal::checkpoint
 
 #endif  // PSFLOW_CHECKPOINT_CHECKPOINT_IO_H_

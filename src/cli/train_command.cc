@@ -25,6 +25,7 @@
 #include "psflow/status_macros.h"
 #include "rpc/channel.h"
 #include "train/model_registry.h"
+#include "train/resume_check.h"
 #include "train/run_lock.h"
 #include "train/trainer.h"
 
@@ -51,6 +52,13 @@ with `psflow server`). With --cluster-resolver slurm, the same from the srun
 step's variables: this rank must be the chief of --slurm-jobs (see
 deploy/slurm/). Data: Debian's dataset-fashion-mnist package.
 
+Run directory (--run-dir), whatever the model and strategy: config.json (what
+`psflow eval` needs), summary.json, TensorBoard events, checkpoints/ckpt-<step>
+saved every epoch. A rerun resumes from the newest intact checkpoint and says
+where; a damaged one is skipped with a line naming it and the error and renamed
+ckpt-<step>.corrupt (kept, never deleted). --checkpoint picks another (a name in
+checkpoints/ or a path); the run's newer ones are renamed ckpt-<step>.superseded.
+
 Stopping: on the first SIGTERM or SIGINT it schedules nothing more, cancels the
 closures in flight (a worker stops between two steps), waits for them to come
 back, saves a checkpoint of the steps done when it is consistent (every step
@@ -63,6 +71,15 @@ finishing (e.g. a closure on a paused worker never came back; no checkpoint
 then). Before training starts (waiting for tasks, loading data) it exits at
 once, saying what it was waiting for. A second signal exits at once.
 
+Run directory: checkpoints/, TensorBoard events (per epoch, and every 100
+steps step/loss, step/learning_rate, step/examples_per_sec, at the run's
+global step across resumes), run_record.json (every epoch and invocation,
+rewritten after each epoch and when an invocation ends) and, once the run
+is complete, summary.json (the same). A rerun resumes from the latest
+checkpoint; it may change --epochs and most options, but not --model,
+--batch-size, --optimizer, --data-dir or --seed (refused before any task
+starts).
+
 Checks: every flag, the data (--data-dir) and the run directory are checked
 before any task starts or anything is written; an error names the flag and
 exits with status 2. Flags the chosen mode would ignore are refused: the
@@ -74,6 +91,14 @@ first, then asks each task which one it is, naming swapped addresses.)"};
 
 int report(const absl::StatusOr<TrainSummary>& summary, const TrainOptions& options,
            const SignalShutdown& shutdown);
+
+// Prints why the run directory cannot resume with these options
+// (train/resume_check.h); true when it can.
+bool report_resume_check(const absl::Status& status) {
+  if (status.ok()) return true;
+  std::fprintf(stderr, "psflow train: %s\n", std::string(status.message()).c_str());
+  return false;
+}
 
 std::string default_run_dir(const TrainOptions& options) {
   return absl::StrCat("runs/",
@@ -297,7 +322,7 @@ int run_train(const TrainFlags& given, const CLI::App& app) {
       return false;
     }
     run_lock.emplace(*std::move(lock));
-    return true;
+    return report_resume_check(check_resume_options(options));
   };
 
   const std::string data = (*model)->data_name(options);
@@ -423,6 +448,10 @@ void add_train_flags(CLI::App& app, TrainFlags& flags) {
                  "none, fixed:<shards>, min_size:<bytes>[:<max>], max_size:<bytes>[:<max>]")
       ->capture_default_str();
   app.add_option("--run-dir", o.run_dir, "Output directory (default: runs/<time>-<model>)");
+  app.add_option("--checkpoint", o.checkpoint,
+                 "Resume from this checkpoint, a name in <run-dir>/checkpoints (ckpt-200) or a "
+                 "path, rather than the newest intact one; the run's newer checkpoints are "
+                 "renamed aside (ckpt-<N>.superseded), never deleted");
   app.add_option("--seed", o.seed, "Seed of initial values and shuffles (0 to 2^64-1)")
       ->capture_default_str()
       ->check(

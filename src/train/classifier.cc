@@ -111,12 +111,9 @@ absl::StatusOr<ModelMetrics> ClassifierModel::evaluate(
   return evaluate(params);
 }
 
-std::optional<std::string> ClassifierModel::run_config(const TrainOptions& options) const {
-  return nlohmann::json({{"model", options.model}, {"data_dir", data_dir_}}).dump(2);
-}
-
-absl::StatusOr<std::vector<Tensor>> ClassifierModel::initial_parameters(uint64_t seed) const {
-  return initial_mlp_parameters(spec_, seed);
+std::string ClassifierModel::run_config(const TrainOptions& options) const {
+  return nlohmann::json({{"model", name_}, {"strategy", options.strategy}, {"data_dir", data_dir_}})
+      .dump(2);
 }
 
 Structure ClassifierModel::training_examples() const {

@@ -55,11 +55,12 @@ class ClassifierModel final : public Model, public MirroredModel {
   [[nodiscard]] std::unique_ptr<EpochTotals> new_totals() const override;
   [[nodiscard]] absl::StatusOr<ModelMetrics> evaluate(
       const std::vector<ShardedVariable>& variables) const override;
-  [[nodiscard]] std::optional<std::string> run_config(const TrainOptions& options) const override;
+  [[nodiscard]] std::vector<std::string> parameter_names() const override {
+    return spec_.parameter_names();
+  }
+  [[nodiscard]] std::string run_config(const TrainOptions& options) const override;
 
   // MirroredModel.
-  [[nodiscard]] absl::StatusOr<std::vector<Tensor>> initial_parameters(
-      uint64_t seed) const override;
   [[nodiscard]] Structure training_examples() const override;
   [[nodiscard]] absl::StatusOr<ReplicaStep> forward_backward(const std::vector<Tensor>& params,
                                                              const Structure& batch) const override;

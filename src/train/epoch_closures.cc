@@ -39,10 +39,9 @@ absl::StatusOr<EpochRun> run_training_epoch(ClusterCoordinator& coordinator,
                                             const EpochClosures& closures,
                                             const TrainOptions& options, int epoch,
                                             std::unique_ptr<EpochTotals> totals,
-                                            int64_t* completed_steps) {
+                                            int64_t* completed_steps, int64_t run_steps_after) {
   const absl::Time start = absl::Now();
-  ProgressBar progress(options.out, options.interactive_progress,
-                       absl::StrCat("epoch ", epoch, "/", options.epochs), closures.steps);
+  ProgressBar progress = ProgressBar::for_epoch(options, epoch, closures.steps, run_steps_after);
   PSFLOW_RETURN_IF_ERROR(
       run_epoch_closures(coordinator, function, closures, progress, *totals, completed_steps));
   const int64_t steps = totals->sums().steps;

@@ -43,15 +43,14 @@ struct EpochClosures {
                                               int64_t* completed_steps = nullptr);
 
 // Epoch `epoch` of a run: the closures of `function` with a progress bar
-// ("epoch 3/5 [=====>   ] ...", on options.out) and the epoch's wall time;
-// their results added to `totals`; `completed_steps` as for
-// run_epoch_closures.
-[[nodiscard]] absl::StatusOr<EpochRun> run_training_epoch(ClusterCoordinator& coordinator,
-                                                          std::string_view function,
-                                                          const EpochClosures& closures,
-                                                          const TrainOptions& options, int epoch,
-                                                          std::unique_ptr<EpochTotals> totals,
-                                                          int64_t* completed_steps);
+// ("epoch 3/5 [=====>   ] ...", on options.out, with the ETA of the epoch
+// and of the run's `run_steps_after` steps after it; the steps also go to
+// options.step_observer) and the epoch's wall time; their results added to
+// `totals`; `completed_steps` as for run_epoch_closures.
+[[nodiscard]] absl::StatusOr<EpochRun> run_training_epoch(
+    ClusterCoordinator& coordinator, std::string_view function, const EpochClosures& closures,
+    const TrainOptions& options, int epoch, std::unique_ptr<EpochTotals> totals,
+    int64_t* completed_steps, int64_t run_steps_after = 0);
 
 }  // namespace psflow::internal
 

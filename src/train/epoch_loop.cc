@@ -10,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "psflow/status_macros.h"
+#include "train/resume_checkpoint.h"
 
 namespace psflow::internal {
 
@@ -40,18 +41,30 @@ absl::StatusOr<EpochLoop> EpochLoop::without_checkpoints(const TrainOptions& opt
 }
 
 absl::StatusOr<EpochLoop> EpochLoop::create(const ClusterSpec& spec, const TrainOptions& options,
+                                            const std::vector<std::string>& names,
                                             const std::vector<ShardedVariable>& variables,
                                             const Optimizer& optimizer, int64_t steps_per_epoch) {
   PSFLOW_ASSIGN_OR_RETURN(EpochLoop loop, without_checkpoints(options, steps_per_epoch));
   PSFLOW_RETURN_IF_ERROR(validate_ps_recovery_options(options));
+  if (options.run_dir.empty() && !options.checkpoint.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("--checkpoint '", options.checkpoint,
+                                                   "' needs --run-dir: the run resumes there"));
+  }
   if (!options.run_dir.empty()) {
+    if (names.size() != variables.size()) {
+      return absl::InternalError(
+          absl::StrCat(names.size(), " checkpoint names for ", variables.size(), " variables"));
+    }
     std::map<std::string, ShardedVariable> named;
-    for (const ShardedVariable& v : variables) named.emplace(v.name(), v);
+    for (size_t i = 0; i < variables.size(); ++i) named.emplace(names[i], variables[i]);
     PSFLOW_ASSIGN_OR_RETURN(Checkpoint checkpoint, Checkpoint::create(std::move(named), optimizer));
     PSFLOW_ASSIGN_OR_RETURN(
         CheckpointManager manager,
         CheckpointManager::create(std::move(checkpoint), options.run_dir + "/checkpoints", 3));
-    PSFLOW_ASSIGN_OR_RETURN(std::optional<std::string> restored, manager.restore_or_initialize());
+    // Not manager.restore_or_initialize(): that keeps TF's meaning (the
+    // latest or an error), and a run must get past a damaged checkpoint.
+    PSFLOW_ASSIGN_OR_RETURN(std::optional<std::string> restored,
+                            restore_resume_checkpoint(manager, options.checkpoint, options.out));
     if (restored.has_value()) {
       PSFLOW_ASSIGN_OR_RETURN(int64_t iterations, load_checkpoint_iterations(*restored));
       loop.restored_steps_ = iterations;
@@ -72,7 +85,8 @@ absl::StatusOr<EpochLoop> EpochLoop::create(const ClusterSpec& spec, const Train
     }
     loop.checkpoints_.emplace(std::move(manager));
   }
-  if (options.ps_recovery) {
+  // Without ps tasks (the mirrored strategy) there is no ps to recover.
+  if (options.ps_recovery && spec.num_tasks(kPsJob) > 0) {
     // Saves ckpt-0 on a fresh run: a recovery always has a checkpoint.
     PsRecoveryOptions recovery;
     recovery.timeout = absl::Seconds(options.ps_recovery_timeout_seconds);

@@ -52,19 +52,21 @@ struct EpochHooks {
 // Thread-safety: use from one thread.
 class EpochLoop {
  public:
-  // Tracks `variables` (under their names) and `optimizer` in
+  // Tracks `variables` (under `names`, one each) and `optimizer` in
   // <options.run_dir>/checkpoints (no checkpoints when run_dir is empty)
-  // and restores the latest checkpoint there, printing where it resumes.
+  // and restores the checkpoint to resume from there: the newest intact
+  // one, or options.checkpoint (train/resume_checkpoint.h), printing where
+  // it resumes.
   // With options.ps_recovery, also watches the ps tasks of `spec` and
   // saves a first checkpoint when there is none, so that a recovery always
   // has one to go back to.
   [[nodiscard]] static absl::StatusOr<EpochLoop> create(
-      const ClusterSpec& spec, const TrainOptions& options,
+      const ClusterSpec& spec, const TrainOptions& options, const std::vector<std::string>& names,
       const std::vector<ShardedVariable>& variables, const Optimizer& optimizer,
       int64_t steps_per_epoch);
 
   // Epochs 1 .. options.epochs with neither checkpoints nor ps tasks to
-  // watch: a run in this process alone (the mirrored strategy).
+  // watch.
   [[nodiscard]] static absl::StatusOr<EpochLoop> without_checkpoints(const TrainOptions& options,
                                                                      int64_t steps_per_epoch);
 

@@ -7,18 +7,18 @@
 #include <set>
 #include <sstream>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
-#include "data/idx_reader.h"
 #include "nlohmann/json.hpp"
 #include "psflow/checkpoint.h"
 #include "psflow/status_macros.h"
 #include "psflow/strategy.h"
-#include "train/classifier.h"
 #include "train/event_writer.h"
-#include "train/mlp.h"
+#include "train/model_registry.h"
 #include "train/run_files.h"
 
 namespace psflow::internal {
@@ -26,26 +26,46 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct RunConfig {
-  std::string model;
-  std::string data_dir;
-};
+// Why <run_dir>/config.json is missing, as precisely as the directory tells.
+absl::Status missing_config(const std::string& run_dir) {
+  const std::string path = run_dir + "/" + kRunConfigFile;
+  std::error_code ec;
+  if (!fs::is_directory(run_dir, ec)) {
+    return absl::NotFoundError(absl::StrCat("the run directory ", run_dir,
+                                            " does not exist; pass the --run-dir that psflow "
+                                            "train was given"));
+  }
+  std::vector<std::string> held;
+  if (fs::exists(run_dir + "/summary.json", ec)) held.push_back("summary.json");
+  if (fs::exists(run_dir + "/checkpoints", ec)) held.push_back("checkpoints/");
+  if (held.empty()) {
+    return absl::NotFoundError(absl::StrCat(
+        path, " does not exist: ", run_dir, " holds no psflow train run (train writes ",
+        kRunConfigFile,
+        ", which names the model and its data, when training starts); pass the --run-dir "
+        "that psflow train was given"));
+  }
+  return absl::NotFoundError(absl::StrCat(
+      path, " does not exist, although ", run_dir, " holds a training run (",
+      absl::StrJoin(held, ", "), "): the psflow train that made it wrote no ", kRunConfigFile,
+      " (before this version, wide_deep and --strategy mirrored runs wrote none), and without "
+      "it the evaluator does not know the model and its data. Rerun the same psflow train "
+      "command with --run-dir ",
+      run_dir, " (it writes ", kRunConfigFile,
+      ", then resumes or says the run is complete), then psflow eval again"));
+}
 
-absl::StatusOr<RunConfig> read_run_config(const std::string& run_dir) {
+absl::StatusOr<ConfiguredModel> read_run_config(const std::string& run_dir) {
   const std::string path = run_dir + "/" + kRunConfigFile;
   std::ifstream file(path);
   if (!file) {
-    return absl::NotFoundError(absl::StrCat(
-        "no ", path, ": --run-dir must be the run directory of `psflow train` (it writes ",
-        kRunConfigFile, " when it starts)"));
+    std::error_code ec;
+    if (!fs::exists(path, ec)) return missing_config(run_dir);
+    return absl::PermissionDeniedError(absl::StrCat("cannot read ", path));
   }
-  nlohmann::json j = nlohmann::json::parse(file, nullptr, /*allow_exceptions=*/false);
-  if (!j.is_object() || !j.contains("model") || !j["model"].is_string() ||
-      !j.contains("data_dir") || !j["data_dir"].is_string()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(path, " is malformed: expected {\"model\": ..., \"data_dir\": ...}"));
-  }
-  return RunConfig{j["model"].get<std::string>(), j["data_dir"].get<std::string>()};
+  std::stringstream text;
+  text << file.rdbuf();
+  return make_model_from_run_config(text.str(), path);
 }
 
 // The step of "ckpt-<N>", or -1 for other names (temporary directories).
@@ -96,31 +116,26 @@ absl::StatusOr<int> run_evaluator(const EvaluatorOptions& options) {
   // Started beside a training run that has not written its config yet:
   // wait for it (a sidecar may well start first). Bounded by give_up.
   bool said_waiting = false;
+  // A finished run (summary.json) without one will never write it.
   while (!options.once && !fs::exists(options.run_dir + "/" + kRunConfigFile) &&
-         absl::Now() < give_up) {
+         !fs::exists(options.run_dir + "/summary.json") && absl::Now() < give_up) {
     say(options, said_waiting,
         absl::StrCat("waiting for ", options.run_dir, "/", kRunConfigFile,
                      " (training has not started yet)"));
     PSFLOW_RETURN_IF_ERROR(pause(options, options.poll_interval));
   }
   PSFLOW_RETURN_IF_ERROR(stop_reason(options));
-  PSFLOW_ASSIGN_OR_RETURN(RunConfig config, read_run_config(options.run_dir));
-  PSFLOW_ASSIGN_OR_RETURN(MlpSpec spec, classifier_spec(config.model));
-  PSFLOW_ASSIGN_OR_RETURN(FashionMnist data, load_fashion_mnist(config.data_dir));
-  spec.input_dim = data.test_images.num_elements() / std::max<int64_t>(1, data.test_images.dim(0));
-
+  PSFLOW_ASSIGN_OR_RETURN(ConfiguredModel configured, read_run_config(options.run_dir));
+  Model& model = *configured.model;
+  PSFLOW_RETURN_IF_ERROR(model.load(configured.options));
   // Variables in this process (outside any strategy scope), shaped like the
-  // model's, that each checkpoint is restored into.
-  PSFLOW_ASSIGN_OR_RETURN(std::vector<Tensor> initial, initial_mlp_parameters(spec, 0));
+  // model's, that each checkpoint is restored into under the names every
+  // run saves them with (Model::parameter_names).
+  PSFLOW_ASSIGN_OR_RETURN(std::vector<ShardedVariable> vars,
+                          model.create_variables(configured.options.seed));
+  const std::vector<std::string> names = model.parameter_names();
   std::map<std::string, ShardedVariable> named;
-  std::vector<ShardedVariable> vars;
-  for (size_t i = 0; i < initial.size(); ++i) {
-    const std::string name = absl::StrCat("dense_", i / 2, i % 2 == 0 ? "/kernel" : "/bias");
-    PSFLOW_ASSIGN_OR_RETURN(ShardedVariable v,
-                            create_variable(std::move(initial[i]), {.name = "eval/" + name}));
-    named.emplace(name, v);
-    vars.push_back(std::move(v));
-  }
+  for (size_t i = 0; i < vars.size() && i < names.size(); ++i) named.emplace(names[i], vars[i]);
   PSFLOW_ASSIGN_OR_RETURN(Checkpoint checkpoint, Checkpoint::create(named));
 
   const std::string eval_dir = options.run_dir + "/eval";
@@ -165,21 +180,21 @@ absl::StatusOr<int> run_evaluator(const EvaluatorOptions& options) {
         }
         return restored;
       }
-      PSFLOW_ASSIGN_OR_RETURN(std::vector<Tensor> params, read_values(vars));
-      PSFLOW_ASSIGN_OR_RETURN(
-          ModelMetrics result,
-          evaluate_classifier(spec, params, data.test_images, data.test_labels));
+      PSFLOW_ASSIGN_OR_RETURN(ModelMetrics result, model.evaluate(vars));
       const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
-      metrics << nlohmann::json({{"checkpoint", path},
-                                 {"step", step},
-                                 {"test_loss", result.loss},
-                                 {"test_accuracy", result.accuracy},
-                                 {"seconds", seconds}})
-                     .dump()
-              << "\n";
+      nlohmann::json line = {{"checkpoint", path},
+                             {"step", step},
+                             {"test_loss", result.loss},
+                             {"test_accuracy", result.accuracy},
+                             {"seconds", seconds}};
+      for (const auto& [name, value] : result.extra) line["test_" + name] = value;
+      metrics << line.dump() << "\n";
       metrics.flush();
       PSFLOW_RETURN_IF_ERROR(events.add_scalar("eval/test_loss", result.loss, step));
       PSFLOW_RETURN_IF_ERROR(events.add_scalar("eval/test_accuracy", result.accuracy, step));
+      for (const auto& [name, value] : result.extra) {
+        PSFLOW_RETURN_IF_ERROR(events.add_scalar("eval/test_" + name, value, step));
+      }
       if (options.out != nullptr) {
         std::fprintf(options.out, "eval: %s (step %lld): test loss %.4f accuracy %.4f (%.2f s)\n",
                      path.c_str(), static_cast<long long>(step), result.loss, result.accuracy,

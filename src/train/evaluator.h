@@ -31,10 +31,14 @@ struct EvaluatorOptions {
 };
 
 // Evaluates every checkpoint of <run_dir>/checkpoints not evaluated yet, in
-// step order, appending {"checkpoint", "step", "test_loss",
-// "test_accuracy", "seconds"} lines to <run_dir>/eval/metrics.jsonl and
+// step order, with the model <run_dir>/config.json describes (any model,
+// any strategy: train/model_registry.h), appending {"checkpoint", "step",
+// "test_loss", "test_accuracy", "test_<extra>" (the model's own figures,
+// e.g. test_auc), "seconds"} lines to <run_dir>/eval/metrics.jsonl and
 // scalars to TensorBoard events in <run_dir>/eval. Unless `once`, keeps
 // watching until training has finished (<run_dir>/summary.json exists)
+// (while config.json is missing and training has not finished, it waits
+// for it; otherwise NOT_FOUND names the file and why it is missing)
 // and its last checkpoint is evaluated, saying once on `out` what it waits
 // for. Returns how many checkpoints it evaluated. A checkpoint deleted before it was read
 // (max_to_keep) is skipped with a warning; a corrupt one is an error naming the file.

@@ -4,7 +4,9 @@
 // computes gradients on its share of every global batch
 // (ReplicaGroup::experimental_distribute_dataset), all-reduces them (MEAN)
 // and applies the same update, so the copies stay identical (checked at
-// the end of every epoch). Nothing is checkpointed.
+// the end of every epoch). It checkpoints every epoch (and on a stop
+// request) into <run_dir>/checkpoints in the parameter-server runs' format
+// and resumes from there, as train/epoch_loop.h describes.
 #ifndef PSFLOW_TRAIN_MIRRORED_TRAINING_H_
 #define PSFLOW_TRAIN_MIRRORED_TRAINING_H_
 
@@ -20,7 +22,7 @@ namespace psflow::internal {
 // `model` (loaded, with a mirrored() side) and `options` must outlive the
 // session.
 [[nodiscard]] absl::StatusOr<std::unique_ptr<TrainingSession>> start_mirrored_training(
-    const TrainOptions& options, const Model& model);
+    const TrainOptions& options, Model& model);
 
 }  // namespace psflow::internal
 

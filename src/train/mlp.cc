@@ -34,6 +34,14 @@ absl::Status check_params(const MlpSpec& spec, const std::vector<Tensor>& params
 
 }  // namespace
 
+std::vector<std::string> MlpSpec::parameter_names() const {
+  std::vector<std::string> names;
+  for (size_t i = 0; i < parameter_shapes().size(); ++i) {
+    names.push_back(absl::StrCat("dense_", i / 2, i % 2 == 0 ? "/kernel" : "/bias"));
+  }
+  return names;
+}
+
 std::vector<Shape> MlpSpec::parameter_shapes() const {
   std::vector<Shape> shapes;
   int64_t in = input_dim;
@@ -78,11 +86,11 @@ absl::StatusOr<std::vector<Tensor>> initial_mlp_parameters(const MlpSpec& spec, 
 absl::StatusOr<std::vector<ShardedVariable>> create_mlp_variables(const MlpSpec& spec,
                                                                   uint64_t seed) {
   PSFLOW_ASSIGN_OR_RETURN(std::vector<Tensor> initial, initial_mlp_parameters(spec, seed));
+  const std::vector<std::string> names = spec.parameter_names();
   std::vector<ShardedVariable> vars;
   for (size_t i = 0; i < initial.size(); ++i) {
-    const std::string name = absl::StrCat("dense_", i / 2, i % 2 == 0 ? "/kernel" : "/bias");
     PSFLOW_ASSIGN_OR_RETURN(ShardedVariable v,
-                            create_variable(std::move(initial[i]), {.name = name}));
+                            create_variable(std::move(initial[i]), {.name = names[i]}));
     vars.push_back(std::move(v));
   }
   return vars;

@@ -5,6 +5,7 @@
 #define PSFLOW_TRAIN_MLP_H_
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -23,6 +24,8 @@ struct MlpSpec {
 
   // Kernel [in, out] then bias [out] for each layer, input to output.
   [[nodiscard]] std::vector<Shape> parameter_shapes() const;
+  // "dense_<i>/kernel", "dense_<i>/bias" for each layer, in the same order.
+  [[nodiscard]] std::vector<std::string> parameter_names() const;
   [[nodiscard]] Structure to_structure() const;
   // Validates (it arrives over the network): positive sizes, bounded.
   [[nodiscard]] static absl::StatusOr<MlpSpec> from_structure(const Structure& s);

@@ -55,9 +55,6 @@ struct ReplicaStep {
 class MirroredModel {
  public:
   virtual ~MirroredModel() = default;
-  // The parameters every replica starts from, in parameter order.
-  [[nodiscard]] virtual absl::StatusOr<std::vector<Tensor>> initial_parameters(
-      uint64_t seed) const = 0;
   // The training set, one element per example (Model::train_examples() of
   // them), for Dataset::from_tensor_slices.
   [[nodiscard]] virtual Structure training_examples() const = 0;
@@ -123,11 +120,16 @@ class Model {
   [[nodiscard]] virtual absl::StatusOr<ModelMetrics> evaluate(
       const std::vector<ShardedVariable>& variables) const = 0;
 
-  // <run_dir>/config.json (kRunConfigFile), which `psflow eval` reads to
-  // evaluate the run's checkpoints; nullopt when it cannot evaluate them.
-  [[nodiscard]] virtual std::optional<std::string> run_config(const TrainOptions& options) const {
-    return std::nullopt;
-  }
+  // The names its parameters are checkpointed under, in parameter order:
+  // the names create_variables() gives them in a fresh strategy scope, so
+  // that the checkpoints of every strategy (and of `psflow eval`'s
+  // variables in this process) name them alike.
+  [[nodiscard]] virtual std::vector<std::string> parameter_names() const = 0;
+  // <run_dir>/config.json (kRunConfigFile): {"model": name(), "strategy",
+  // "data_dir", ...} with whatever else make_model_from_run_config
+  // (train/model_registry.h) needs to rebuild this model and its test set,
+  // so that `psflow eval` can evaluate the run's checkpoints. After load().
+  [[nodiscard]] virtual std::string run_config(const TrainOptions& options) const = 0;
   // Adds its own entries to summary.json (`summary` holds those every run
   // writes, train/trainer.h).
   virtual void add_summary_fields(const TrainOptions& options, const TrainSummary& run,

@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -18,6 +19,19 @@ namespace psflow::internal {
 // INVALID_ARGUMENT naming --model and every model_names() when no model has
 // that name.
 [[nodiscard]] absl::StatusOr<std::unique_ptr<Model>> make_model(const std::string& name);
+
+// A model rebuilt from a run directory's config.json (Model::run_config),
+// and the TrainOptions its load() reads (model, data_dir, seed; out null).
+// Thread-safety: a value type.
+struct ConfiguredModel {
+  std::unique_ptr<Model> model;
+  TrainOptions options;
+};
+
+// `text` is the content of config.json at `path`. INVALID_ARGUMENT naming
+// `path` and the field when it is malformed or names no known model.
+[[nodiscard]] absl::StatusOr<ConfiguredModel> make_model_from_run_config(std::string_view text,
+                                                                         const std::string& path);
 
 }  // namespace psflow::internal
 

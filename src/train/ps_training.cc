@@ -40,11 +40,9 @@ class PsTraining final : public TrainingSession {
   }
 
   absl::StatusOr<EpochLoop> epoch_loop() override {
-    if (std::optional<std::string> config = model_.run_config(options_);
-        config.has_value() && !options_.run_dir.empty()) {
-      PSFLOW_RETURN_IF_ERROR(write_run_file(options_.run_dir, kRunConfigFile, *config));
-    }
-    return EpochLoop::create(spec_, options_, variables_, *optimizer_, steps_per_epoch_);
+    PSFLOW_RETURN_IF_ERROR(write_run_config(options_, model_));
+    return EpochLoop::create(spec_, options_, model_.parameter_names(), variables_, *optimizer_,
+                             steps_per_epoch_);
   }
 
   absl::StatusOr<EpochRun> train_epoch(int epoch, int64_t done_steps, int64_t* completed) override {
@@ -65,7 +63,8 @@ class PsTraining final : public TrainingSession {
     const EpochClosures closures{&*args_, last, steps, spe};
     in_doubt_before_epoch_ = coordinator_->closures_in_doubt();
     return run_training_epoch(*coordinator_, model_.step_function(), closures, options_, epoch,
-                              model_.new_totals(), completed);
+                              model_.new_totals(), completed,
+                              steps_per_epoch_ * (options_.epochs - epoch));
   }
 
   absl::Status check_state_after_stop() const override {

@@ -28,4 +28,9 @@ absl::Status write_run_file(const std::string& dir, std::string_view name,
   return absl::OkStatus();
 }
 
+absl::Status write_run_config(const TrainOptions& options, const Model& model) {
+  if (options.run_dir.empty()) return absl::OkStatus();
+  return write_run_file(options.run_dir, kRunConfigFile, model.run_config(options));
+}
+
 }  // namespace psflow::internal

@@ -7,11 +7,13 @@
 #include <string_view>
 
 #include "absl/status/status.h"
+#include "train/model.h"
+#include "train/train_options.h"
 
 namespace psflow::internal {
 
 // What a run trains, for `psflow eval` (train/evaluator.h): written by
-// runs whose model can evaluate its checkpoints (Model::run_config).
+// every run, whatever its model and strategy (Model::run_config).
 inline constexpr char kRunConfigFile[] = "config.json";
 
 // Writes `content` plus a newline to <dir>/<name> through a temporary file
@@ -19,6 +21,10 @@ inline constexpr char kRunConfigFile[] = "config.json";
 // the path.
 [[nodiscard]] absl::Status write_run_file(const std::string& dir, std::string_view name,
                                           std::string_view content);
+
+// Writes <options.run_dir>/config.json (kRunConfigFile) with
+// model.run_config(options); nothing without a run_dir.
+[[nodiscard]] absl::Status write_run_config(const TrainOptions& options, const Model& model);
 
 }  // namespace psflow::internal
 

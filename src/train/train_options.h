@@ -11,6 +11,8 @@
 
 namespace psflow::internal {
 
+class StepObserver;  // train/step_observer.h
+
 inline constexpr char kParameterServerStrategy[] = "parameter_server";
 inline constexpr char kMirroredStrategy[] = "mirrored";
 
@@ -35,6 +37,10 @@ struct TrainOptions {
   uint64_t seed = 0;
   std::string data_dir;  // Empty: the model's default data.
   std::string run_dir;   // Where summary.json goes; created if missing.
+  // The checkpoint to resume from (--checkpoint): a name in
+  // <run_dir>/checkpoints or a path; empty: the newest intact one
+  // (train/resume_checkpoint.h).
+  std::string checkpoint;
   // Spec string of the variable partitioner: "none", "fixed:<shards>",
   // "min_size:<bytes>[:<max_shards>]", "max_size:<bytes>[:<max_shards>]".
   std::string partitioner = "none";
@@ -58,6 +64,9 @@ struct TrainOptions {
   // Redraw one progress line in place (a terminal) rather than printing
   // a line every tenth of an epoch (logs, CI).
   bool interactive_progress = false;
+  // Told of the steps as they complete (per-step TensorBoard scalars); null
+  // for none. Set by the trainer; must outlive the run.
+  StepObserver* step_observer = nullptr;
 };
 
 }  // namespace psflow::internal

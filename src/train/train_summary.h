@@ -38,11 +38,43 @@ struct EpochMetrics {
   double seconds = 0.0;  // of training, evaluation not included
   ModelMetrics train;
   ModelMetrics test;
+  // The run's global step at its end (the model's training steps, across
+  // resumes) and the invocation that trained it (an index into
+  // TrainSummary::invocations).
+  int64_t end_step = 0;
+  int invocation = 0;
+};
+
+// How an invocation of `psflow train` on a run directory ended.
+inline constexpr char kInvocationRunning[] = "running";
+inline constexpr char kInvocationComplete[] = "complete";  // trained every epoch asked for
+inline constexpr char kInvocationStopped[] = "stopped";    // by a signal
+inline constexpr char kInvocationFailed[] = "failed";
+// Found still "running" by the next invocation: it ended without a word
+// (SIGKILL, a crash, the machine lost).
+inline constexpr char kInvocationLost[] = "lost";
+
+// One `psflow train` process that trained on the run directory.
+// Thread-safety: a value type.
+struct Invocation {
+  std::string started;  // UTC, RFC 3339
+  std::string ended = kInvocationRunning;
+  std::string reason;        // why it stopped or failed
+  std::string options_json;  // the options it ran with, a JSON object
+  int first_epoch = 1;
+  int64_t first_step = 0;   // the global step it started from (restored)
+  std::vector<int> epochs;  // the epochs it completed (and kept)
+  int64_t steps = 0;        // steps it applied, rolled back ones included
+  double wall_seconds = 0.0;
 };
 
 // Thread-safety: a value type.
 struct TrainSummary {
+  // Every epoch of the run, across invocations, oldest first.
   std::vector<EpochMetrics> history;
+  // Every invocation that trained on the run directory, oldest first; the
+  // last is this one.
+  std::vector<Invocation> invocations;
   double test_accuracy = 0.0;
   double test_loss = 0.0;
   int epochs = 0;
@@ -56,6 +88,8 @@ struct TrainSummary {
   // events) were left as they were. The test figures are the restored
   // model's, evaluated again.
   bool already_complete = false;
+  // Over the whole run: the history's examples per second of training,
+  // and the invocations' wall time.
   double examples_per_sec = 0.0;
   double wall_seconds = 0.0;
   int num_workers = 0;

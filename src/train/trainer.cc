@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "base/strings.h"
 #include "nlohmann/json.hpp"
 #include "optimizer/optimizer.h"
@@ -14,7 +15,9 @@
 #include "train/mirrored_training.h"
 #include "train/model_registry.h"
 #include "train/ps_training.h"
+#include "train/run_record.h"
 #include "train/run_reporter.h"
+#include "train/step_scalars.h"
 #include "train/training_session.h"
 
 namespace psflow::internal {
@@ -72,9 +75,12 @@ absl::Status validate_train_options(const TrainOptions& o, const Model& model) {
   return model.partitioner(o, 1).status();
 }
 
-absl::StatusOr<TrainSummary> train_model(const ClusterSpec& spec, const TrainOptions& options,
+absl::StatusOr<TrainSummary> train_model(const ClusterSpec& spec, const TrainOptions& given,
                                          Model& model) {
-  PSFLOW_RETURN_IF_ERROR(validate_train_options(options, model));
+  PSFLOW_RETURN_IF_ERROR(validate_train_options(given, model));
+  // The sessions and the loop keep a reference to it; its step_observer is
+  // set once the reporter exists.
+  TrainOptions options = given;
   // Until the epochs begin there is nothing to save: a stop may end the
   // process at once.
   if (options.stop != nullptr &&
@@ -108,26 +114,51 @@ absl::StatusOr<TrainSummary> train_model(const ClusterSpec& spec, const TrainOpt
     return initial;
   }
   // The run's steps count those of the checkpoint it resumed from, as the
-  // optimizer's iterations do.
+  // optimizer's iterations do; its record carries on the epochs and
+  // invocations before this one.
   initial.restored_steps = loop.restored_steps();
   initial.steps = loop.restored_steps();
-  RunReporter reporter(options, start, std::move(initial));
+  if (!options.run_dir.empty()) {
+    PSFLOW_ASSIGN_OR_RETURN(std::optional<TrainSummary> record, load_run_record(options.run_dir));
+    if (record.has_value()) carry_on(*record, loop.restored_steps(), initial);
+  }
+  Invocation& invocation = initial.invocations.emplace_back();
+  invocation.started = absl::FormatTime(absl::RFC3339_sec, start, absl::UTCTimeZone());
+  invocation.options_json = invocation_options_json(options, initial);
+  invocation.first_epoch = loop.first_epoch();
+  invocation.first_step = loop.restored_steps();
+  const int64_t steps_per_epoch = model.train_examples() / options.batch_size;
+  LearningRateSchedule schedule{options.learning_rate, 0, 0.1};
+  if (options.lr_schedule == "cosine") schedule.decay_steps = steps_per_epoch * options.epochs;
+  RunReporter reporter(
+      options, start, std::move(initial),
+      [&](const TrainSummary& s) { return summary_json(s, options, model); }, schedule);
   PSFLOW_RETURN_IF_ERROR(reporter.open());
+  options.step_observer = reporter.step_observer();
   EpochHooks hooks;
   hooks.run_epoch = [&](int epoch, int64_t done_steps, int64_t* completed) -> absl::Status {
-    PSFLOW_ASSIGN_OR_RETURN(EpochRun run, session->train_epoch(epoch, done_steps, completed));
+    reporter.begin_epoch();
+    absl::StatusOr<EpochRun> run = session->train_epoch(epoch, done_steps, completed);
+    reporter.count_steps(*completed);
+    if (!run.ok()) return run.status();
     PSFLOW_ASSIGN_OR_RETURN(ModelMetrics test, session->evaluate());
-    return reporter.report(epoch_metrics(epoch, run, std::move(test)));
+    return reporter.report(epoch_metrics(epoch, *run, std::move(test)));
   };
   hooks.check_state_after_stop = [&] { return session->check_state_after_stop(); };
   hooks.roll_back_to = [&](int epoch, int64_t rolled_back) {
     reporter.roll_back_to(epoch, rolled_back);
   };
 
-  PSFLOW_RETURN_IF_ERROR(loop.run(hooks));
+  if (absl::Status status = loop.run(hooks); !status.ok()) {
+    const bool stopped = options.stop != nullptr && options.stop->requested();
+    // The run's error matters more than one about its record; a record
+    // left "running" is marked "lost" by the next invocation.
+    (void)reporter.end(status, stopped);
+    return status;
+  }
   PSFLOW_ASSIGN_OR_RETURN(const std::optional<int64_t> iterations, session->optimizer_iterations());
   if (iterations.has_value()) reporter.set_optimizer_iterations(*iterations);
-  return reporter.finish([&](const TrainSummary& s) { return summary_json(s, options, model); });
+  return reporter.finish();
 }
 
 absl::StatusOr<TrainSummary> train(const ClusterSpec& spec, const TrainOptions& options) {
@@ -136,19 +167,6 @@ absl::StatusOr<TrainSummary> train(const ClusterSpec& spec, const TrainOptions& 
 }
 
 std::string summary_json(const TrainSummary& s, const TrainOptions& o, const Model& model) {
-  nlohmann::json history = nlohmann::json::array();
-  for (const EpochMetrics& m : s.history) {
-    nlohmann::json epoch = {{"epoch", m.epoch},
-                            {"train_loss", m.train.loss},
-                            {"train_accuracy", m.train.accuracy},
-                            {"test_loss", m.test.loss},
-                            {"test_accuracy", m.test.accuracy},
-                            {"steps", m.steps},
-                            {"seconds", m.seconds}};
-    for (const auto& [name, value] : m.train.extra) epoch["train_" + name] = value;
-    for (const auto& [name, value] : m.test.extra) epoch["test_" + name] = value;
-    history.push_back(std::move(epoch));
-  }
   nlohmann::json j = {{"model", o.model},
                       {"strategy", o.strategy},
                       {"replicas", s.replicas},
@@ -168,8 +186,15 @@ std::string summary_json(const TrainSummary& s, const TrainOptions& o, const Mod
                       {"optimizer", o.optimizer},
                       {"learning_rate", o.learning_rate},
                       {"lr_schedule", o.lr_schedule},
+                      {"steps_per_execution", o.steps_per_execution},
                       {"seed", o.seed},
-                      {"history", history}};
+                      {"data_dir", o.data_dir},
+                      {"partitioner", o.partitioner},
+                      {"ps_recovery", o.ps_recovery},
+                      {"ps_recovery_timeout_seconds", o.ps_recovery_timeout_seconds},
+                      {"max_ps_recoveries", o.max_ps_recoveries},
+                      {"history", history_json(s.history)},
+                      {"invocations", invocations_json(s.invocations)}};
   if (!s.history.empty()) {
     for (const auto& [name, value] : s.history.back().test.extra) j["test_" + name] = value;
   }

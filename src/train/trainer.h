@@ -4,7 +4,9 @@
 // model's closures on ps tasks (or its steps on mirrored replicas), its
 // evaluation, a checkpoint, the epoch line, TensorBoard scalars; resuming
 // from the run directory's checkpoints and surviving restarted ps tasks
-// (train/epoch_loop.h); summary.json at the end.
+// (train/epoch_loop.h); the run's record (run_record.json after every epoch,
+// carried on across invocations: train/run_record.h) and summary.json at
+// the end.
 #ifndef PSFLOW_TRAIN_TRAINER_H_
 #define PSFLOW_TRAIN_TRAINER_H_
 
@@ -26,9 +28,10 @@ namespace psflow::internal {
 // optimizer, ps recovery, partitioner).
 [[nodiscard]] absl::Status validate_train_options(const TrainOptions& options, const Model& model);
 
-// Trains `model` as `options` say, writes <run_dir>/summary.json and
-// returns the summary. With the parameter-server strategy `spec` is the
-// cluster (ps and worker tasks already running; this process is the
+// Trains `model` as `options` say, writes <run_dir>/run_record.json as it
+// goes and <run_dir>/summary.json when the run completes, and returns the
+// summary (of the whole run, earlier invocations' epochs included). With the parameter-server
+// strategy `spec` is the cluster (ps and worker tasks already running; this process is the
 // coordinator); the mirrored strategy trains in this process and ignores
 // it. `model` is made for this run (train/model_registry.h) and may be
 // asked about it afterwards.
@@ -39,9 +42,11 @@ namespace psflow::internal {
 [[nodiscard]] absl::StatusOr<TrainSummary> train(const ClusterSpec& spec,
                                                  const TrainOptions& options);
 
-// summary.json's content: the run's figures and options, every epoch with
-// the model's extra metrics as train_<name> and test_<name> (the last
-// epoch's test_<name> also at the top), then the model's own entries.
+// summary.json's (and run_record.json's) content: the run's figures and
+// this invocation's options, every epoch of the run with the model's extra
+// metrics as train_<name> and test_<name> (the last epoch's test_<name>
+// also at the top), every invocation with its options and how it ended,
+// then the model's own entries.
 [[nodiscard]] std::string summary_json(const TrainSummary& summary, const TrainOptions& options,
                                        const Model& model);
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <type_traits>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -149,6 +150,65 @@ absl::StatusOr<ModelMetrics> WideDeepModel::evaluate(
       n > 0 ? loss_sum / static_cast<double>(n) : 0.0, accuracy.result(), {{"auc", auc.result()}}};
 }
 
+std::string WideDeepModel::run_config(const TrainOptions& o) const {
+  const WideDeepGeneratorOptions& g = extra_.generator;
+  return nlohmann::json({{"model", kWideDeepModel},
+                         {"strategy", o.strategy},
+                         {"data_dir", o.data_dir},
+                         {"seed", o.seed},
+                         {"generator",
+                          {{"train_examples", g.train_examples},
+                           {"test_examples", g.test_examples},
+                           {"vocab_size", g.vocab_size},
+                           {"dense_features", g.dense_features},
+                           {"bag_size", g.bag_size}}},
+                         {"embedding_dim", extra_.embedding_dim},
+                         {"hidden", extra_.hidden}})
+      .dump(2);
+}
+
+absl::StatusOr<std::unique_ptr<WideDeepModel>> WideDeepModel::from_run_config(
+    const nlohmann::json& j, const std::string& path, TrainOptions* options) {
+  auto malformed = [&](const char* field, const char* expected) {
+    return absl::InvalidArgumentError(absl::StrCat(path, " is malformed: \"", field, "\" must be ",
+                                                   expected, " (as psflow train writes it)"));
+  };
+  auto integer = [&](const nlohmann::json& in, const char* field, auto* out) -> absl::Status {
+    if (!in.contains(field) || !in[field].is_number_integer()) {
+      return malformed(field, "an integer");
+    }
+    *out = in[field].get<std::decay_t<decltype(*out)>>();
+    return absl::OkStatus();
+  };
+  WideDeepOptions extra;
+  PSFLOW_RETURN_IF_ERROR(integer(j, "seed", &options->seed));
+  PSFLOW_RETURN_IF_ERROR(integer(j, "embedding_dim", &extra.embedding_dim));
+  if (!j.contains("generator") || !j["generator"].is_object()) {
+    return malformed("generator", "an object of the generator's sizes");
+  }
+  const nlohmann::json& g = j["generator"];
+  PSFLOW_RETURN_IF_ERROR(integer(g, "train_examples", &extra.generator.train_examples));
+  PSFLOW_RETURN_IF_ERROR(integer(g, "test_examples", &extra.generator.test_examples));
+  PSFLOW_RETURN_IF_ERROR(integer(g, "vocab_size", &extra.generator.vocab_size));
+  PSFLOW_RETURN_IF_ERROR(integer(g, "dense_features", &extra.generator.dense_features));
+  PSFLOW_RETURN_IF_ERROR(integer(g, "bag_size", &extra.generator.bag_size));
+  if (!j.contains("hidden") || !j["hidden"].is_array()) {
+    return malformed("hidden", "a list of layer sizes");
+  }
+  extra.hidden.clear();
+  for (const nlohmann::json& h : j["hidden"]) {
+    if (!h.is_number_integer()) return malformed("hidden", "a list of layer sizes");
+    extra.hidden.push_back(h.get<int64_t>());
+  }
+  auto model = std::make_unique<WideDeepModel>(std::move(extra));
+  options->model = kWideDeepModel;
+  options->strategy = kParameterServerStrategy;
+  if (absl::Status valid = model->validate(*options); !valid.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": ", valid.message()));
+  }
+  return model;
+}
+
 void WideDeepModel::add_summary_fields(const TrainOptions& o, const TrainSummary& run,
                                        nlohmann::json& j) const {
   j["partitioner"] = o.partitioner.empty() || o.partitioner == "none"
@@ -158,6 +218,15 @@ void WideDeepModel::add_summary_fields(const TrainOptions& o, const TrainSummary
   j["data_dir"] = o.data_dir;
   j["embedding_dim"] = extra_.embedding_dim;
   j["hidden"] = extra_.hidden;
+  if (o.data_dir.empty()) {
+    const WideDeepGeneratorOptions& g = extra_.generator;
+    j["generator"] = {{"train_examples", g.train_examples},
+                      {"test_examples", g.test_examples},
+                      {"vocab_size", g.vocab_size},
+                      {"dense_features", g.dense_features},
+                      {"bag_size", g.bag_size},
+                      {"seed", o.seed}};
+  }
   j["wide_table_devices"] = wide_table_devices_;
   j["deep_table_devices"] = deep_table_devices_;
   j.erase("replicas");

@@ -84,6 +84,16 @@ class WideDeepModel final : public Model {
       const std::vector<ShardedVariable>& variables) const override;
   void add_summary_fields(const TrainOptions& options, const TrainSummary& run,
                           nlohmann::json& summary) const override;
+  [[nodiscard]] std::vector<std::string> parameter_names() const override {
+    return spec_.parameter_names();
+  }
+  // Adds to the common fields "seed" (the generator's and the LIBSVM
+  // split's), "generator" (its sizes), "embedding_dim" and "hidden".
+  [[nodiscard]] std::string run_config(const TrainOptions& options) const override;
+  // The model run_config() describes, and in *options the data_dir and seed
+  // its load() reads. INVALID_ARGUMENT naming `path` and the field.
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<WideDeepModel>> from_run_config(
+      const nlohmann::json& config, const std::string& path, TrainOptions* options);
 
   // Devices of each part of the two tables, in row order
   // ("/job:ps/replica:0/task:1/device:CPU:0"), once created.

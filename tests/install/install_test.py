@@ -6,7 +6,8 @@ what landed there (no path of the source or build tree and no -Werror in
 the packages), runs the installed `psflow version`, then builds
 tests/install/project (examples/custom_training_loop.cc, and every
 installed header compiled alone) as an outside project with
-find_package(psflow CONFIG REQUIRED), runs the example briefly, and builds
+find_package(psflow CONFIG REQUIRED), runs the example briefly (on a
+local cluster, then as the chief of a TF_CONFIG cluster), and builds
 and runs a one-file program with `pkg-config --cflags --libs psflow`. The
 temporary folder is removed at the end, pass or fail. Run by ctest
 (install_test, label install):
@@ -174,6 +175,14 @@ def main():
                f"the example did not train:\n{out}")
         expect(os.path.isdir(os.path.join(checkpoints, "ckpt-20")),
                f"no checkpoint ckpt-20 in {os.listdir(checkpoints)}")
+
+        # The TF_CONFIG path of docs/custom_model.md: ps and worker tasks of
+        # the outside binary (`<binary> server` with their TF_CONFIG), the
+        # binary as their chief; it removes its own temporary folder.
+        out = run([example, "--tf-config-demo", "--steps", "40", "--steps-per-checkpoint", "20",
+                   "--demo-timeout", str(RUN_TIMEOUT - 20)], cwd=tmp, env=env, timeout=RUN_TIMEOUT)
+        expect("chief of the TF_CONFIG cluster" in out and "loss fell from" in out
+               and "tf-config demo: removed" in out, f"the TF_CONFIG demo did not train:\n{out}")
 
         # A one-file program with pkg-config.
         modversion = run(["pkg-config", "--modversion", "psflow"], env=env).strip()

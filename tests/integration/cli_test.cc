@@ -4,7 +4,10 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -12,7 +15,9 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tensorboard/event.pb.h"
 #include "test_process.h"
+#include "train/event_writer.h"
 
 namespace psflow::internal {
 namespace {
@@ -72,6 +77,16 @@ TEST(CliTest, TrainOneEpochOnFashionMnist) {
   EXPECT_EQ(summary["num_ps"], 1);
   EXPECT_EQ(summary["steps"], 60000 / 64);
   EXPECT_EQ(summary["optimizer_iterations"], 60000 / 64);
+  // Every option of the run, and the invocation that trained it.
+  EXPECT_EQ(summary["steps_per_execution"], 10);
+  EXPECT_EQ(summary["partitioner"], "none");
+  EXPECT_EQ(summary["data_dir"], "");
+  EXPECT_EQ(summary["ps_recovery"], false);
+  ASSERT_EQ(summary["invocations"].size(), 1u) << summary.dump(2);
+  EXPECT_EQ(summary["invocations"][0]["ended"], "complete");
+  EXPECT_EQ(summary["invocations"][0]["options"]["num_workers"], 2);
+  EXPECT_EQ(summary["invocations"][0]["options"]["steps_per_execution"], 10);
+  EXPECT_EQ(summary["invocations"][0]["options"]["epochs"], 1);
   EXPECT_THAT(out, HasSubstr("937/937 steps"));
   EXPECT_GT(summary["examples_per_sec"].get<double>(), 0.0);
   // One epoch of this model reaches about 0.83; a broken gradient, update
@@ -178,8 +193,21 @@ TEST(CliTest, TrainResumesAfterTheCoordinatorIsKilledMidEpoch) {
   EXPECT_EQ(summary["restored_steps"], 468);
   EXPECT_EQ(summary["steps"], 936);
   EXPECT_EQ(summary["optimizer_iterations"], 936);
-  EXPECT_EQ(summary["history"].size(), 1u);
-  EXPECT_EQ(summary["history"][0]["steps"], 468);
+  // The whole run: epoch 1 of the killed invocation (kept in
+  // run_record.json when it ended) and epoch 2 of this one.
+  ASSERT_EQ(summary["history"].size(), 2u) << summary.dump(2);
+  EXPECT_EQ(summary["history"][0]["epoch"], 1);
+  EXPECT_EQ(summary["history"][0]["invocation"], 0);
+  EXPECT_EQ(summary["history"][0]["end_step"], 468);
+  EXPECT_EQ(summary["history"][1]["epoch"], 2);
+  EXPECT_EQ(summary["history"][1]["steps"], 468);
+  EXPECT_EQ(summary["history"][1]["end_step"], 936);
+  EXPECT_EQ(summary["history"][1]["invocation"], 1);
+  ASSERT_EQ(summary["invocations"].size(), 2u) << summary.dump(2);
+  EXPECT_EQ(summary["invocations"][0]["ended"], "lost");  // SIGKILL says nothing
+  EXPECT_EQ(summary["invocations"][0]["epochs"], nlohmann::json::array({1}));
+  EXPECT_EQ(summary["invocations"][1]["ended"], "complete");
+  EXPECT_EQ(summary["invocations"][1]["first_step"], 468);
   EXPECT_GT(summary["test_accuracy"].get<double>(), 0.8) << summary.dump(2);
   EXPECT_TRUE(std::filesystem::exists(run_dir + "/checkpoints/ckpt-936"));
 
@@ -199,6 +227,7 @@ TEST(CliTest, TrainResumesAfterTheCoordinatorIsKilledMidEpoch) {
     return names;
   };
   const std::string summary_before = read_all(run_dir + "/summary.json");
+  const std::string record_before = read_all(run_dir + "/run_record.json");
   const std::vector<std::string> events_before = event_files();
   TestProcess third(argv, test_environment());
   ASSERT_GT(third.pid(), 0);
@@ -209,7 +238,110 @@ TEST(CliTest, TrainResumesAfterTheCoordinatorIsKilledMidEpoch) {
               HasSubstr("is already complete: 2 epochs, 936 steps; nothing was trained"));
   EXPECT_THAT(third_out, ::testing::Not(HasSubstr("epoch 2/2:")));
   EXPECT_EQ(read_all(run_dir + "/summary.json"), summary_before);
+  EXPECT_EQ(read_all(run_dir + "/run_record.json"), record_before);
   EXPECT_EQ(event_files(), events_before);
+}
+
+// Every scalar of every TensorBoard event file in `dir`: tag -> the steps
+// it was written at, file by file in the order they were written.
+struct Scalars {
+  std::vector<std::map<std::string, std::vector<int64_t>>> files;
+};
+Scalars read_scalars(const std::string& dir) {
+  std::vector<std::string> paths;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.path().filename().string().rfind("events.out.tfevents.", 0) == 0) {
+      paths.push_back(entry.path().string());
+    }
+  }
+  // Named by their creation second: two in one second sort by host alike,
+  // so order them by their first record's wall time instead.
+  std::vector<std::pair<double, std::map<std::string, std::vector<int64_t>>>> files;
+  for (const std::string& path : paths) {
+    std::ifstream in(path, std::ios::binary);
+    const std::string content((std::istreambuf_iterator<char>(in)),
+                              std::istreambuf_iterator<char>());
+    absl::StatusOr<std::vector<std::string>> records = parse_tfrecords(content);
+    EXPECT_TRUE(records.ok()) << path << ": " << records.status();
+    std::map<std::string, std::vector<int64_t>> steps;
+    double first_time = 0;
+    for (const std::string& record : records.value_or(std::vector<std::string>())) {
+      tensorboard::Event event;
+      EXPECT_TRUE(event.ParseFromString(record));
+      if (first_time == 0) first_time = event.wall_time();
+      for (const auto& v : event.summary().value()) steps[v.tag()].push_back(event.step());
+    }
+    files.emplace_back(first_time, std::move(steps));
+  }
+  std::sort(files.begin(), files.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  Scalars out;
+  for (auto& [time, steps] : files) out.files.push_back(std::move(steps));
+  return out;
+}
+
+// A resume with another --batch-size used to end at once with a line of
+// zeros (the checkpoint's steps read as steps of the new size): it is
+// refused before any task starts, naming both sizes and the fix. With the
+// same size it trains on, and the run's records go on: summary.json holds
+// both invocations' epochs, TensorBoard's steps (per epoch and every 100
+// steps) go on from the first invocation's.
+TEST(CliTest, TrainResumesOnlyWithTheBatchSizeItWasTrainedWith) {
+  const std::string run_dir = ::testing::TempDir() + "/psflow-train-resume-batch";
+  std::filesystem::remove_all(run_dir);
+  const auto argv = [&run_dir](const char* epochs, const char* batch) {
+    return std::vector<std::string>{PSFLOW_BINARY_PATH, "train", "--num-ps",  "1",
+                                    "--num-workers",    "1",     "--epochs",  epochs,
+                                    "--batch-size",     batch,   "--run-dir", run_dir};
+  };
+  {
+    TestProcess first(argv("1", "600"), test_environment());  // 100 steps an epoch
+    ASSERT_GT(first.pid(), 0);
+    const std::string out = first.read_stdout(absl::Now() + absl::Seconds(300));
+    ASSERT_EQ(first.wait_exit_code(absl::Now() + absl::Seconds(30)), 0)
+        << out << first.read_stderr(absl::Now() + absl::Seconds(1));
+  }
+  {
+    TestProcess other(argv("2", "300"), test_environment());
+    ASSERT_GT(other.pid(), 0);
+    const std::string out = other.read_stdout(absl::Now() + absl::Seconds(60));
+    const std::string err = other.read_stderr(absl::Now() + absl::Seconds(5));
+    EXPECT_EQ(other.wait_exit_code(absl::Now() + absl::Seconds(30)), 1) << out << err;
+    EXPECT_THAT(err, HasSubstr("(ckpt-100) was trained with --batch-size 600"));
+    EXPECT_THAT(err, HasSubstr("cannot resume with --batch-size 300"));
+    EXPECT_THAT(err, HasSubstr("resume with --batch-size 600, or use another --run-dir"));
+    EXPECT_THAT(out, ::testing::Not(HasSubstr("local cluster")));
+  }
+  TestProcess second(argv("2", "600"), test_environment());
+  ASSERT_GT(second.pid(), 0);
+  const std::string out = second.read_stdout(absl::Now() + absl::Seconds(300));
+  ASSERT_EQ(second.wait_exit_code(absl::Now() + absl::Seconds(30)), 0)
+      << out << second.read_stderr(absl::Now() + absl::Seconds(1));
+  EXPECT_THAT(out, HasSubstr("ckpt-100: 100 steps done, starting at epoch 2"));
+  EXPECT_THAT(out, HasSubstr("epoch 2/2: "));
+  EXPECT_THAT(out, ::testing::ContainsRegex("100/100 steps .* ETA [0-9]+:[0-9][0-9]"));
+  std::ifstream file(run_dir + "/summary.json");
+  const nlohmann::json summary = nlohmann::json::parse(file);
+  EXPECT_EQ(summary["steps"], 200);
+  ASSERT_EQ(summary["history"].size(), 2u) << summary.dump(2);
+  EXPECT_EQ(summary["history"][0]["end_step"], 100);
+  EXPECT_EQ(summary["history"][1]["end_step"], 200);
+  ASSERT_EQ(summary["invocations"].size(), 2u) << summary.dump(2);
+  EXPECT_EQ(summary["invocations"][0]["ended"], "complete");
+  EXPECT_EQ(summary["invocations"][0]["options"]["epochs"], 1);
+  EXPECT_EQ(summary["invocations"][1]["ended"], "complete");
+  EXPECT_EQ(summary["invocations"][1]["options"]["epochs"], 2);
+  EXPECT_EQ(summary["invocations"][1]["first_epoch"], 2);
+
+  const Scalars scalars = read_scalars(run_dir);
+  ASSERT_EQ(scalars.files.size(), 2u);
+  for (const char* tag : {"train/loss", "test/accuracy", "step/loss", "step/learning_rate",
+                          "step/examples_per_sec"}) {
+    ASSERT_TRUE(scalars.files[0].contains(tag)) << tag;
+    ASSERT_TRUE(scalars.files[1].contains(tag)) << tag;
+    EXPECT_EQ(scalars.files[0].at(tag), std::vector<int64_t>{100}) << tag;
+    EXPECT_EQ(scalars.files[1].at(tag), std::vector<int64_t>{200}) << tag;
+  }
 }
 
 // `psflow train --ps-recovery` survives a ps killed mid-epoch: the launcher
@@ -263,34 +395,6 @@ TEST(CliTest, WideDeepChecksThePsRecoveryFlags) {
   const std::string err = psflow.read_stderr(absl::Now() + absl::Seconds(30));
   EXPECT_EQ(psflow.wait_exit_code(absl::Now() + absl::Seconds(30)), 2);
   EXPECT_THAT(err, HasSubstr("--ps-recovery-timeout 0 is out of range"));
-}
-
-// A checkpoint damaged on disk stops the resume with the file named, before
-// anything trains.
-TEST(CliTest, TrainRefusesACorruptCheckpointNamingTheFile) {
-  const std::string run_dir = ::testing::TempDir() + "/psflow-train-corrupt";
-  std::filesystem::remove_all(run_dir);
-  const std::vector<std::string> argv = {PSFLOW_BINARY_PATH, "train", "--num-ps",  "1",
-                                         "--num-workers",    "1",     "--epochs",  "1",
-                                         "--batch-size",     "600",   "--run-dir", run_dir};
-  {
-    TestProcess first(argv, test_environment());
-    ASSERT_GT(first.pid(), 0);
-    first.read_stdout(absl::Now() + absl::Seconds(300));
-    ASSERT_EQ(first.wait_exit_code(absl::Now() + absl::Seconds(30)), 0);
-  }
-  const std::string file = run_dir + "/checkpoints/ckpt-100/ps-0.safetensors";
-  ASSERT_TRUE(std::filesystem::exists(file));
-  {
-    std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
-    f.seekp(-5, std::ios::end);
-    f.put('\x7f');
-  }
-  TestProcess second(argv, test_environment());
-  ASSERT_GT(second.pid(), 0);
-  const std::string err = second.read_stderr(absl::Now() + absl::Seconds(300));
-  EXPECT_EQ(second.wait_exit_code(absl::Now() + absl::Seconds(30)), 1);
-  EXPECT_THAT(err, HasSubstr("ps-0.safetensors"));
 }
 
 // The sidecar evaluator started before training: it waits for the run,

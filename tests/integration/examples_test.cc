@@ -1,6 +1,8 @@
 // The programs in examples/, run as users run them: each is its own
 // coordinator and, through psflow/main.h, its own ps and worker tasks.
+#include <csignal>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,6 +18,7 @@ namespace {
 
 using ::psflow::internal::testing::test_environment;
 using ::psflow::internal::testing::TestProcess;
+using ::psflow::internal::testing::wait_for_process_exit;
 using ::testing::HasSubstr;
 
 struct ExampleRun {
@@ -76,6 +79,84 @@ TEST(ExamplesTest, CustomTrainingLoopLearnsSurvivesAKilledPsAndResumes) {
   EXPECT_THAT(rerun.out, HasSubstr("0 ps recoveries"));
   EXPECT_LT(parameter_error(rerun.out), 0.01) << rerun.out;
   std::filesystem::remove_all(dir);
+}
+
+// What the --tf-config-demo printed about its run: the folder and every
+// process it started.
+struct DemoRun {
+  std::string folder;
+  std::vector<int> pids;  // The ps and worker tasks, and the chief.
+};
+
+DemoRun parse_demo(const std::string& out) {
+  DemoRun demo;
+  for (size_t at = 0; at < out.size();) {
+    const size_t end = std::min(out.find('\n', at), out.size());
+    const std::string line = out.substr(at, end - at);
+    at = end + 1;
+    const std::string folder = "tf-config demo: folder ";
+    if (line.starts_with(folder)) demo.folder = line.substr(folder.size());
+    const size_t pid_at = line.find(" pid ");
+    if (!line.starts_with("tf-config demo: ") || pid_at == std::string::npos) continue;
+    int pid = 0;
+    const size_t digits = pid_at + 5;
+    if (absl::SimpleAtoi(line.substr(digits, line.find(':', digits) - digits), &pid)) {
+      demo.pids.push_back(pid);
+    }
+  }
+  return demo;
+}
+
+// No process the demo started is left, and its folder is gone.
+void expect_cleaned_up(const DemoRun& demo, const std::string& out) {
+  EXPECT_FALSE(demo.folder.empty()) << out;
+  EXPECT_FALSE(std::filesystem::exists(demo.folder)) << demo.folder;
+  EXPECT_EQ(demo.pids.size(), 5u) << out;  // 2 ps, 2 workers, the chief.
+  for (int pid : demo.pids) {
+    EXPECT_TRUE(wait_for_process_exit(pid, absl::Now() + absl::Seconds(5))) << "pid " << pid;
+  }
+}
+
+// The guide's TF_CONFIG path (docs/custom_model.md): ps and worker tasks of
+// the example binary started as `<binary> server` with their TF_CONFIG, the
+// binary as their chief with its own; it trains, the loss falls, and the
+// tasks and the temporary folder are gone afterwards.
+TEST(ExamplesTest, CustomTrainingLoopRunsAsTheChiefOfATfConfigCluster) {
+  const ExampleRun run = run_example({"--tf-config-demo", "--steps", "200",
+                                      "--steps-per-checkpoint", "50", "--demo-timeout", "200"});
+  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+  EXPECT_THAT(run.out, HasSubstr(R"(`<program> server` with TF_CONFIG='{"cluster": )"));
+  EXPECT_THAT(run.out, HasSubstr(R"("task": {"type": "chief", "index": 0}})"));
+  EXPECT_THAT(run.out, HasSubstr("chief of the TF_CONFIG cluster: 2 ps, 2 workers"));
+  EXPECT_THAT(run.out, HasSubstr("loss fell from"));
+  EXPECT_THAT(run.out, HasSubstr("done: 200 optimizer steps"));
+  EXPECT_LT(parameter_error(run.out), 0.05) << run.out;
+  EXPECT_THAT(run.out, HasSubstr("tf-config demo: stopped the 4 tasks"));
+  expect_cleaned_up(parse_demo(run.out), run.out);
+}
+
+// A demo stopped midway (SIGTERM while the chief trains) still stops every
+// task and the chief and removes its folder; it exits 128+SIGTERM.
+TEST(ExamplesTest, AnInterruptedTfConfigDemoCleansUp) {
+  TestProcess example({PSFLOW_CUSTOM_TRAINING_LOOP_PATH, "--tf-config-demo", "--steps", "1000000",
+                       "--steps-per-checkpoint", "20"},
+                      test_environment());
+  ASSERT_GT(example.pid(), 0);
+  std::string out;
+  const absl::Time deadline = absl::Now() + absl::Seconds(120);
+  // Bounded in lines as in time: the demo prints a handful before training.
+  for (int lines = 0; lines < 1000; ++lines) {
+    std::optional<std::string> line = example.read_line(deadline);
+    if (!line.has_value()) break;
+    out += *line + "\n";
+    if (line->starts_with("step ")) break;
+  }
+  ASSERT_THAT(out, HasSubstr("\nstep ")) << out << example.read_stderr(absl::Now());
+  ASSERT_TRUE(example.signal(SIGTERM));
+  out += example.read_stdout(absl::Now() + absl::Seconds(60));
+  EXPECT_EQ(example.wait_exit_code(absl::Now() + absl::Seconds(30)), 128 + SIGTERM) << out;
+  EXPECT_THAT(out, HasSubstr("tf-config demo: signal 15, stopping the chief"));
+  expect_cleaned_up(parse_demo(out), out);
 }
 
 // Started as a task with a bad role, the program says why and exits 2, as

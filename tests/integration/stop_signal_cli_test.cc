@@ -144,8 +144,19 @@ TEST(StopSignalCliTest, SigtermMidEpochSavesACheckpointThatARerunResumesFrom) {
   // Mid-epoch: part of it trained, not all.
   EXPECT_GT(saved_steps, 0);
   EXPECT_LT(saved_steps, kStepsPerEpoch);
-  // An interrupted run writes no summary (the evaluator's sign of the end).
+  // An interrupted run writes no summary (the evaluator's sign of the end),
+  // but its record says how this invocation ended.
   EXPECT_FALSE(std::filesystem::exists(run_dir + "/summary.json"));
+  {
+    std::ifstream file(run_dir + "/run_record.json");
+    ASSERT_TRUE(file.good()) << "no run_record.json";
+    const nlohmann::json record = nlohmann::json::parse(file);
+    ASSERT_EQ(record["invocations"].size(), 1u) << record.dump(2);
+    EXPECT_EQ(record["invocations"][0]["ended"], "stopped");
+    EXPECT_EQ(record["invocations"][0]["reason"], "interrupted by SIGTERM");
+    EXPECT_GT(record["invocations"][0]["steps"].get<int64_t>(), 0);
+    EXPECT_TRUE(record["history"].empty());  // no epoch ended
+  }
 
   TestProcess second(argv, test_environment());
   ASSERT_GT(second.pid(), 0);
@@ -162,6 +173,10 @@ TEST(StopSignalCliTest, SigtermMidEpochSavesACheckpointThatARerunResumesFrom) {
   EXPECT_EQ(summary["steps"], kStepsPerEpoch);
   EXPECT_EQ(summary["optimizer_iterations"], summary["steps"]) << summary.dump(2);
   EXPECT_EQ(summary["history"][0]["steps"], kStepsPerEpoch - saved_steps);
+  ASSERT_EQ(summary["invocations"].size(), 2u) << summary.dump(2);
+  EXPECT_EQ(summary["invocations"][0]["ended"], "stopped");
+  EXPECT_EQ(summary["invocations"][1]["ended"], "complete");
+  EXPECT_EQ(summary["invocations"][1]["first_step"], saved_steps);
   // One epoch's accuracy (about 0.83): the two halves made one model.
   EXPECT_GT(summary["test_accuracy"].get<double>(), 0.78) << summary.dump(2);
 }

@@ -78,9 +78,13 @@ TEST_F(WideDeepTrainingTest, LearnsWithTablesShardedOverBothPs) {
   EXPECT_DOUBLE_EQ(j["test_auc"].get<double>(), testing::test_auc(s));
   EXPECT_DOUBLE_EQ(j["test_accuracy"].get<double>(), s.test_accuracy);
   for (const char* key : {"test_loss", "epochs", "steps", "examples_per_sec", "wall_seconds",
-                          "num_workers", "num_ps", "history"}) {
+                          "num_workers", "num_ps", "history", "invocations", "steps_per_execution",
+                          "partitioner", "data_dir", "ps_recovery", "embedding_dim", "hidden"}) {
     EXPECT_TRUE(j.contains(key)) << key;
   }
+  // Its own options: the generated data's sizes.
+  EXPECT_EQ(j["generator"]["train_examples"], 30000) << j.dump(2);
+  EXPECT_EQ(j["generator"]["seed"], o.seed);
   ASSERT_EQ(j["history"].size(), 3u);
   EXPECT_TRUE(j["history"][2].contains("train_auc"));
   EXPECT_GT(j["history"][2]["train_auc"].get<double>(), 0.7);
@@ -115,8 +119,13 @@ TEST_F(WideDeepTrainingTest, ARerunResumesFromTheLatestCheckpoint) {
   EXPECT_EQ(second.restored_steps, 2 * steps_per_epoch);
   EXPECT_EQ(second.steps, 3 * steps_per_epoch);
   EXPECT_EQ(second.optimizer_iterations, 3 * steps_per_epoch);
-  ASSERT_EQ(second.history.size(), 1u);
-  EXPECT_EQ(second.history[0].epoch, 3);
+  // The run's history: the first invocation's epochs, then this one's.
+  ASSERT_EQ(second.history.size(), 3u);
+  EXPECT_EQ(second.history[2].epoch, 3);
+  EXPECT_EQ(second.history[2].invocation, 1);
+  EXPECT_EQ(second.history[2].end_step, 3 * steps_per_epoch);
+  ASSERT_EQ(second.invocations.size(), 2u);
+  EXPECT_EQ(second.invocations[0].ended, kInvocationComplete);
   // Training went on from the restored model, not from scratch: a fresh
   // model's first epoch is far below this (see AnUntrainedModelMissesTheBound
   // and the 3-epoch bound above).
