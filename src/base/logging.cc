@@ -9,18 +9,25 @@
 #include <ctime>
 #include <string>
 
+#include "absl/strings/ascii.h"
 #include "base/strings.h"
 
 namespace psflow::internal {
 namespace {
 
+// PSFLOW_LOG_LEVEL's value, case-insensitive; kInfo when unset. A value
+// that is no level is said once on stderr, and kInfo kept.
 LogLevel initial_level() {
   const char* env = std::getenv("PSFLOW_LOG_LEVEL");
-  if (env == nullptr) return LogLevel::kInfo;
-  std::string_view v(env);
+  if (env == nullptr || *env == '\0') return LogLevel::kInfo;
+  const std::string v = absl::AsciiStrToLower(env);
   if (v == "debug" || v == "0") return LogLevel::kDebug;
-  if (v == "warning" || v == "2") return LogLevel::kWarning;
+  if (v == "info" || v == "1") return LogLevel::kInfo;
+  if (v == "warning" || v == "warn" || v == "2") return LogLevel::kWarning;
   if (v == "error" || v == "3") return LogLevel::kError;
+  log_message(LogLevel::kWarning, __FILE__, __LINE__,
+              absl::StrCat("PSFLOW_LOG_LEVEL='", env, "' is not a log level; use ", kLogLevelValues,
+                           ". Logging at info."));
   return LogLevel::kInfo;
 }
 

@@ -10,9 +10,16 @@ namespace psflow::internal {
 
 enum class LogLevel { kDebug = 0, kInfo = 1, kWarning = 2, kError = 3 };
 
+// What PSFLOW_LOG_LEVEL accepts, for help texts and its warning.
+inline constexpr char kLogLevelValues[] =
+    "debug, info (the default), warning or error (or 0 to 3; any case)";
+
 // Writes one line to stderr: "I 05:33:43.123 file.cc:42] message". Lines
 // below the minimum level (default kInfo; PSFLOW_LOG_LEVEL overrides it at
-// start-up) are dropped. Thread-safe: whole lines never interleave.
+// start-up, kLogLevelValues; another value is warned about and ignored) are
+// dropped. At kInfo a task says what it does (serving, connections,
+// restarts, errors) but never a line per call; kDebug may.
+// Thread-safe: whole lines never interleave.
 void log_message(LogLevel level, std::string_view file, int line, std::string_view message);
 void set_min_log_level(LogLevel level);
 [[nodiscard]] LogLevel min_log_level();

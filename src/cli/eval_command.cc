@@ -42,6 +42,11 @@ void add_eval_flags(CLI::App& app, EvalFlags& flags) {
 }
 
 int run_eval(const EvalFlags& flags) {
+  if (!(flags.timeout_seconds > 0)) {
+    std::fprintf(stderr, "psflow eval: --timeout %g must be a positive number of seconds\n",
+                 flags.timeout_seconds);
+    return kExitUsage;
+  }
   SignalShutdown shutdown;
   EvaluatorOptions options;
   options.run_dir = flags.run_dir;
@@ -58,7 +63,7 @@ int run_eval(const EvalFlags& flags) {
     return *stopped;
   }
   if (!evaluated.ok()) {
-    std::fprintf(stderr, "psflow eval: %s\n", evaluated.status().ToString().c_str());
+    std::fprintf(stderr, "psflow eval: %s\n", std::string(evaluated.status().message()).c_str());
     return absl::IsNotFound(evaluated.status()) || absl::IsInvalidArgument(evaluated.status())
                ? kExitUsage
                : kExitFailure;

@@ -3,11 +3,13 @@
 
 #include <cstdio>
 #include <optional>
+#include <string>
 
 #include "base/logging.h"
 #include "cli/commands.h"
 #include "cli/local_cluster_session.h"
 #include "cli/signals.h"
+#include "cli/train_checks.h"
 
 namespace psflow::internal {
 
@@ -85,6 +87,12 @@ SIGTERM, 130 for SIGINT); during start-up it exits at once. A second signal
 exits at once.)"};
 
 int run_local_cluster(const LocalClusterFlags& flags) {
+  // Before anything starts or is written.
+  if (absl::Status checked = check_local_cluster_flags(flags, /*for_training=*/false);
+      !checked.ok()) {
+    std::fprintf(stderr, "psflow local-cluster: %s\n", std::string(checked.message()).c_str());
+    return kExitUsage;
+  }
   SignalShutdown shutdown;
   StopRequest& stop = shutdown.stop_request();
   {
@@ -92,8 +100,9 @@ int run_local_cluster(const LocalClusterFlags& flags) {
     absl::StatusOr<LocalCluster*> cluster = session.start(to_local_cluster_options(flags));
     if (!cluster.ok()) {
       if (shutdown.exit_code().has_value()) return *shutdown.exit_code();
-      std::fprintf(stderr, "psflow local-cluster: %s\n", cluster.status().ToString().c_str());
-      return kExitFailure;
+      std::fprintf(stderr, "psflow local-cluster: %s\n",
+                   std::string(cluster.status().message()).c_str());
+      return absl::IsInvalidArgument(cluster.status()) ? kExitUsage : kExitFailure;
     }
     PSFLOW_LOG(Info, "cluster: ", (*cluster)->cluster_spec().to_json());
     print_tasks(**cluster, stdout);

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
+#include "base/logging.h"
 #include "base/version.h"
 #include "cli/commands.h"
 #include "cli/signals.h"
@@ -21,6 +22,7 @@ using internal::add_train_command;
 using internal::add_version_command;
 using internal::block_termination_signals;
 using internal::Command;
+using internal::kExitOk;
 using internal::kExitUsage;
 using internal::version;
 
@@ -34,6 +36,23 @@ void prepare_process() {
   // lock order in a global graph, 1-3% of a ps's CPU under load (see
   // docs/benchmarks.md). Unit tests (which link their own mains) keep it.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+  // Reads PSFLOW_LOG_LEVEL now, so that a bad value is warned about at
+  // start rather than at the first log line.
+  (void)internal::min_log_level();
+}
+
+// Parses the command line. nullopt when a subcommand is to run; else the
+// exit status: 0 after --help or --version, kExitUsage (2) after any parse
+// error (CLI11's own codes, 105-109, would tell a caller nothing: every
+// refused command line is a usage error, as for the checks of the values).
+std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv) {
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    return code == 0 ? kExitOk : kExitUsage;
+  }
+  return std::nullopt;
 }
 
 }  // namespace
@@ -44,7 +63,7 @@ std::optional<int> run_task_if_started_as_one(int argc, char** argv) {
   CLI::App app("A psflow task: serves one ps or worker task of a cluster.");
   app.require_subcommand(1);
   const Command server = add_server_command(app);
-  CLI11_PARSE(app, argc, argv);
+  if (std::optional<int> parsed = parse_command_line(app, argc, argv)) return *parsed;
   return server.run();
 }
 
@@ -62,7 +81,7 @@ int psflow_main(int argc, char** argv) {
       add_train_command(app),         add_eval_command(app),    add_server_command(app),
       add_local_cluster_command(app), add_version_command(app),
   };
-  CLI11_PARSE(app, argc, argv);
+  if (std::optional<int> parsed = parse_command_line(app, argc, argv)) return *parsed;
   for (const Command& command : commands) {
     if (command.app->parsed()) return command.run();
   }

@@ -1,4 +1,6 @@
 // `psflow server`: runs one ps or worker task until SIGTERM/SIGINT.
+#include <unistd.h>
+
 #include <cstdio>
 #include <memory>
 #include <optional>
@@ -16,6 +18,7 @@
 #include "psflow/cluster_resolver.h"
 #include "psflow/server.h"
 #include "psflow/status_macros.h"
+#include "rpc/task_status.h"
 #include "server/task_plan.h"
 
 namespace psflow::internal {
@@ -66,6 +69,13 @@ It binds no port and waits for no other task. It prints one line,
 and exits 0, or prints the error and exits 2. A chief's or an evaluator's
 TF_CONFIG is checked too (they run `psflow train` and `psflow eval`, which
 listen on no port).
+
+Logging: one line per event on stderr ("I 05:33:43.123 file.cc:42] ..."):
+where the task serves and as what role, each client that connects (the
+coordinator, a worker), restarts and errors; never a line per call at the
+default level. PSFLOW_LOG_LEVEL sets the least level logged: debug, info (the
+default), warning or error (or 0 to 3; any case). Another value is warned
+about and info is kept. The same holds for every psflow command.
 
 Example:
   TF_CONFIG='{"cluster": {"ps": ["127.0.0.1:2222"], "worker": ["127.0.0.1:2223"]},
@@ -277,10 +287,16 @@ int run_server(const ServerFlags& flags, const CLI::App& app) {
       Server::create(role->spec, role->job, role->index, *std::move(options));
   if (!server.ok()) return usage_error(sv(server.status().message()));
   if (absl::Status status = (*server)->start(); !status.ok()) {
-    std::fprintf(stderr, "psflow server: %s\n", status.ToString().c_str());
+    // One line, the reason and the fix (a port in use, ...).
+    std::fprintf(stderr, "psflow server: %s\n", std::string(status.message()).c_str());
     return kExitFailure;
   }
-  PSFLOW_LOG(Info, "serving ", (*server)->task_name(), " at ", (*server)->target());
+  // What this task is, once: its role, where, and which process (a restart
+  // shows as a new pid and incarnation at the same address).
+  PSFLOW_LOG(Info, "serving ", (*server)->task_name(), " at ", (*server)->target(), " as ",
+             role->job == kPsJob ? "a ps (holds variables, applies updates)"
+                                 : "a worker (runs the coordinator's scheduled functions)",
+             "; pid ", ::getpid(), ", incarnation ", absl::Hex(process_incarnation()));
   std::optional<int> stopped;
   {
     // Signals that arrived before this point are pending and handled now.

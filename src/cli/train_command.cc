@@ -3,11 +3,13 @@
 // this task the chief, it coordinates the ps and worker tasks listed there.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -17,7 +19,10 @@
 #include "cli/commands.h"
 #include "cli/local_cluster_session.h"
 #include "cli/signals.h"
+#include "cli/task_identity.h"
+#include "cli/train_checks.h"
 #include "psflow/cluster_resolver.h"
+#include "psflow/status_macros.h"
 #include "rpc/channel.h"
 #include "train/model_registry.h"
 #include "train/resume_check.h"
@@ -73,7 +78,16 @@ rewritten after each epoch and when an invocation ends) and, once the run
 is complete, summary.json (the same). A rerun resumes from the latest
 checkpoint; it may change --epochs and most options, but not --model,
 --batch-size, --optimizer, --data-dir or --seed (refused before any task
-starts).)"};
+starts).
+
+Checks: every flag, the data (--data-dir) and the run directory are checked
+before any task starts or anything is written; an error names the flag and
+exits with status 2. Flags the chosen mode would ignore are refused: the
+local cluster's (--num-ps, --num-workers, --host, --log-dir, --binary,
+--max-restarts, --non-finite-updates) with --strategy mirrored or a TF_CONFIG
+or Slurm cluster, --replicas with --strategy parameter_server. As the chief
+of a TF_CONFIG cluster it applies TensorFlow's ParameterServerStrategy rules
+first, then asks each task which one it is, naming swapped addresses.)"};
 
 int report(const absl::StatusOr<TrainSummary>& summary, const TrainOptions& options,
            const SignalShutdown& shutdown);
@@ -114,6 +128,130 @@ absl::StatusOr<RunDirLock> take_run_dir(TrainOptions& options, bool default_dir)
   }
 }
 
+// The cluster of TF_CONFIG or Slurm, when one is configured; the chief's
+// checks of it (this task is the chief, TensorFlow's ParameterServerStrategy
+// rules) passed. Reads the environment only.
+struct ExternalCluster {
+  ClusterSpec spec;
+  const char* source = "TF_CONFIG";
+};
+absl::StatusOr<std::optional<ExternalCluster>> external_cluster(const TrainFlags& flags,
+                                                                const CLI::App& app) {
+  absl::StatusOr<std::optional<SlurmClusterResolver>> slurm =
+      slurm_resolver_from_flags(flags.cluster_resolver, app);
+  if (!slurm.ok()) return slurm.status();
+  TFConfigClusterResolver tf_config;
+  const ClusterResolver* resolver = nullptr;
+  ExternalCluster cluster;
+  if (slurm->has_value()) {
+    resolver = &**slurm;
+    cluster.source = "Slurm";
+  } else if (tf_config.is_configured()) {
+    resolver = &tf_config;
+  } else {
+    return std::nullopt;
+  }
+  absl::StatusOr<ClusterSpec> spec = resolver->cluster_spec();
+  absl::StatusOr<std::optional<std::string>> task_type = resolver->task_type();
+  absl::StatusOr<std::optional<int>> task_id = resolver->task_id();
+  for (const absl::Status& status : {spec.status(), task_type.status(), task_id.status()}) {
+    if (!status.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(cluster.source, ": ", status.ToString()));
+    }
+  }
+  if (task_type->value_or("") != "chief") {
+    return absl::InvalidArgumentError(
+        absl::StrCat(cluster.source, " names this task '", task_type->value_or(""),
+                     "'; `psflow train` runs the chief (coordinator). Run ps and worker tasks "
+                     "with `psflow server`."));
+  }
+  // TensorFlow's rules at once (no ps, no worker, ...), not after waiting
+  // for tasks that cannot make a valid cluster.
+  // There is at most one chief: a TF_CONFIG without its index means 0.
+  if (absl::Status valid =
+          validate_parameter_server_cluster(*spec, *task_type, task_id->value_or(0));
+      !valid.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(cluster.source, ": ", valid.message()));
+  }
+  cluster.spec = *std::move(spec);
+  return std::optional<ExternalCluster>(std::move(cluster));
+}
+
+// Tasks may still be starting (pods scheduled one by one): waits for all of
+// them within the start-up bound, then asks each which task it is. nullopt
+// when every task answered as itself, else the exit code (said on stderr).
+// A signal meanwhile exits at once, naming the task waited for.
+std::optional<int> wait_for_external_tasks(const ExternalCluster& cluster, const TrainFlags& flags,
+                                           SignalShutdown& shutdown) {
+  const ClusterSpec& spec = cluster.spec;
+  StopRequest& stop = shutdown.stop_request();
+  const int tasks = spec.num_tasks(kPsJob) + spec.num_tasks(kWorkerJob);
+  bool said = false;
+  const absl::Time deadline = absl::Now() + absl::Seconds(flags.cluster.startup_timeout_seconds);
+  std::vector<std::string> missing;
+  std::vector<std::string> mismatched;
+  for (std::string_view job : {kPsJob, kWorkerJob}) {
+    for (int index : spec.task_indices(job)) {
+      absl::StatusOr<std::string> address = spec.task_address(job, index);
+      if (!address.ok()) continue;
+      const std::string name = task_name(job, index);
+      if (!stop.set_activity(
+              {absl::StrCat("waiting for ", name, " at ", *address, " to answer"), true})) {
+        return *shutdown.exit_code();
+      }
+      if (!said) {
+        std::printf(
+            "waiting for the %d ps and worker tasks of the %s cluster to answer "
+            "(--startup-timeout %g s)\n",
+            tasks, cluster.source, flags.cluster.startup_timeout_seconds);
+        std::fflush(stdout);
+        said = true;
+      }
+      absl::Status healthy = wait_for_healthy(*address, name, deadline);
+      if (!healthy.ok()) {
+        missing.push_back(std::string(healthy.message()));
+        continue;
+      }
+      // Health checks answer for any task: ask this one its role, so that
+      // swapped addresses are named here rather than as UNIMPLEMENTED later.
+      absl::Status identity = check_task_identity(
+          *address, job, index, std::max(deadline, absl::Now() + absl::Seconds(10)));
+      if (absl::IsFailedPrecondition(identity)) {
+        mismatched.push_back(std::string(identity.message()));
+      } else if (!identity.ok()) {
+        missing.push_back(std::string(identity.message()));
+      }
+    }
+  }
+  if (!mismatched.empty()) {
+    std::fprintf(stderr, "psflow train: %s\n", absl::StrJoin(mismatched, "; ").c_str());
+    return kExitUsage;
+  }
+  if (!missing.empty()) {
+    std::fprintf(stderr,
+                 "psflow train: %zu task(s) of the %s cluster did not answer within "
+                 "--startup-timeout %g s: %s\n",
+                 missing.size(), cluster.source, flags.cluster.startup_timeout_seconds,
+                 absl::StrJoin(missing, "; ").c_str());
+    return kExitFailure;
+  }
+  return std::nullopt;
+}
+
+// Every check that needs no task and writes nothing, in the order a user
+// fixes them: the mode's flags, the cluster's size or configuration, the
+// data, the run directory. An error (said on stderr) is a usage error.
+absl::Status check_before_start(const TrainFlags& flags, const CLI::App& app, const Model& model,
+                                TrainMode mode, const char* source) {
+  const TrainOptions& options = flags.train;
+  PSFLOW_RETURN_IF_ERROR(check_flags_of_mode(app, mode, source));
+  if (mode == TrainMode::kLocalCluster) {
+    PSFLOW_RETURN_IF_ERROR(check_local_cluster_flags(flags.cluster, /*for_training=*/true));
+  }
+  PSFLOW_RETURN_IF_ERROR(model.check_data(options));
+  return check_writable_dir(options.run_dir, "--run-dir");
+}
+
 int run_train(const TrainFlags& given, const CLI::App& app) {
   TrainFlags flags = given;
   TrainOptions& options = flags.train;
@@ -149,6 +287,30 @@ int run_train(const TrainFlags& given, const CLI::App& app) {
     std::fprintf(stderr, "psflow train: %s\n", std::string(valid.message()).c_str());
     return kExitUsage;
   }
+  // Where it trains, and the checks of that mode, before anything starts.
+  std::optional<ExternalCluster> external;
+  TrainMode mode = TrainMode::kMirrored;
+  if (options.strategy != kMirroredStrategy) {
+    absl::StatusOr<std::optional<ExternalCluster>> resolved = external_cluster(flags, app);
+    if (!resolved.ok()) {
+      std::fprintf(stderr, "psflow train: %s\n", std::string(resolved.status().message()).c_str());
+      return kExitUsage;
+    }
+    external = *std::move(resolved);
+    mode = external.has_value() ? TrainMode::kExternalCluster : TrainMode::kLocalCluster;
+  } else if (TFConfigClusterResolver().is_configured()) {
+    std::fprintf(stderr,
+                 "psflow train: --strategy mirrored trains in this process, without ps or worker "
+                 "tasks, but TF_CONFIG is set: unset it (e.g. `env -u TF_CONFIG psflow train "
+                 "...`), or use --strategy parameter_server to train on its cluster.\n");
+    return kExitUsage;
+  }
+  if (absl::Status checked = check_before_start(flags, app, **model, mode,
+                                                external.has_value() ? external->source : "");
+      !checked.ok()) {
+    std::fprintf(stderr, "psflow train: %s\n", std::string(checked.message()).c_str());
+    return kExitUsage;
+  }
   options.interactive_progress = ::isatty(STDOUT_FILENO) == 1;
   // One process per run directory, taken once the flags are known good and
   // before any task starts; held until this function returns.
@@ -164,14 +326,7 @@ int run_train(const TrainFlags& given, const CLI::App& app) {
   };
 
   const std::string data = (*model)->data_name(options);
-  if (options.strategy == kMirroredStrategy) {
-    if (flags.cluster_resolver.resolver == kSlurmResolver) {
-      std::fprintf(stderr,
-                   "psflow train: --strategy %s trains in this process, without ps or worker "
-                   "tasks; drop --cluster-resolver slurm, or use --strategy parameter_server.\n",
-                   options.strategy.c_str());
-      return kExitUsage;
-    }
+  if (mode == TrainMode::kMirrored) {
     if (!lock_run_dir()) return kExitFailure;
     std::printf(
         "training %s on %s with %d synchronous replicas in this process: %d "
@@ -185,74 +340,11 @@ int run_train(const TrainFlags& given, const CLI::App& app) {
 
   LocalClusterSession session(shutdown);
   ClusterSpec spec;
-  // An external cluster: Slurm's when asked for, else TF_CONFIG's when set.
-  absl::StatusOr<std::optional<SlurmClusterResolver>> slurm =
-      slurm_resolver_from_flags(flags.cluster_resolver, app);
-  if (!slurm.ok()) {
-    std::fprintf(stderr, "psflow train: %s\n", std::string(slurm.status().message()).c_str());
-    return kExitUsage;
-  }
-  TFConfigClusterResolver tf_config;
-  const ClusterResolver* resolver = nullptr;
-  const char* source = "TF_CONFIG";
-  if (slurm->has_value()) {
-    resolver = &**slurm;
-    source = "Slurm";
-  } else if (tf_config.is_configured()) {
-    resolver = &tf_config;
-  }
-  if (resolver != nullptr) {
-    absl::StatusOr<ClusterSpec> from_env = resolver->cluster_spec();
-    absl::StatusOr<std::optional<std::string>> task_type = resolver->task_type();
-    if (!from_env.ok() || !task_type.ok()) {
-      std::fprintf(stderr, "psflow train: %s: %s\n", source,
-                   (!from_env.ok() ? from_env.status() : task_type.status()).ToString().c_str());
-      return kExitUsage;
-    }
-    if (task_type->value_or("") != "chief") {
-      std::fprintf(stderr,
-                   "psflow train: %s names this task '%s'; `psflow train` runs the chief "
-                   "(coordinator). Run ps and worker tasks with `psflow server`.\n",
-                   source, task_type->value_or("").c_str());
-      return kExitUsage;
-    }
-    spec = *from_env;
+  if (external.has_value()) {
+    spec = external->spec;
     if (!lock_run_dir()) return kExitFailure;
-    // Tasks may still be starting (pods scheduled one by one): wait for all
-    // of them within the start-up bound, then name those that never came.
-    // A signal meanwhile exits at once, naming the task waited for.
-    const int tasks = spec.num_tasks(kPsJob) + spec.num_tasks(kWorkerJob);
-    bool said = false;
-    const absl::Time deadline = absl::Now() + absl::Seconds(flags.cluster.startup_timeout_seconds);
-    std::vector<std::string> missing;
-    for (std::string_view job : {kPsJob, kWorkerJob}) {
-      for (int index : spec.task_indices(job)) {
-        absl::StatusOr<std::string> address = spec.task_address(job, index);
-        if (!address.ok()) continue;
-        const std::string name = task_name(job, index);
-        if (!stop.set_activity(
-                {absl::StrCat("waiting for ", name, " at ", *address, " to answer"), true})) {
-          return *shutdown.exit_code();
-        }
-        if (!said) {
-          std::printf(
-              "waiting for the %d ps and worker tasks of the TF_CONFIG cluster to answer "
-              "(--startup-timeout %g s)\n",
-              tasks, flags.cluster.startup_timeout_seconds);
-          std::fflush(stdout);
-          said = true;
-        }
-        absl::Status healthy = wait_for_healthy(*address, name, deadline);
-        if (!healthy.ok()) missing.push_back(std::string(healthy.message()));
-      }
-    }
-    if (!missing.empty()) {
-      std::fprintf(stderr,
-                   "psflow train: %zu task(s) of the %s cluster did not answer within "
-                   "--startup-timeout %g s: %s\n",
-                   missing.size(), source, flags.cluster.startup_timeout_seconds,
-                   absl::StrJoin(missing, "; ").c_str());
-      return kExitFailure;
+    if (std::optional<int> failed = wait_for_external_tasks(*external, flags, shutdown)) {
+      return *failed;
     }
   } else {
     if (!lock_run_dir()) return kExitFailure;
@@ -271,8 +363,8 @@ int run_train(const TrainFlags& given, const CLI::App& app) {
     absl::StatusOr<LocalCluster*> cluster = session.start(cluster_options);
     if (!cluster.ok()) {
       if (shutdown.exit_code().has_value()) return *shutdown.exit_code();
-      std::fprintf(stderr, "psflow train: %s\n", cluster.status().ToString().c_str());
-      return kExitFailure;
+      std::fprintf(stderr, "psflow train: %s\n", std::string(cluster.status().message()).c_str());
+      return absl::IsInvalidArgument(cluster.status()) ? kExitUsage : kExitFailure;
     }
     print_tasks(**cluster, stdout);
     spec = (*cluster)->cluster_spec();
@@ -340,7 +432,9 @@ void add_train_flags(CLI::App& app, TrainFlags& flags) {
                  "parameter_server (ps and worker tasks) or mirrored (synchronous replicas in "
                  "this process, no tasks)")
       ->capture_default_str();
-  app.add_option("--replicas", o.replicas, "Replicas of the mirrored strategy")
+  app.add_option("--replicas", o.replicas,
+                 "Replicas of --strategy mirrored (refused with parameter_server, where each "
+                 "worker is a replica)")
       ->capture_default_str();
   app.add_option("--epochs", o.epochs, "Passes over the training set")->capture_default_str();
   app.add_option("--batch-size", o.batch_size, "Examples per step")->capture_default_str();
@@ -358,7 +452,16 @@ void add_train_flags(CLI::App& app, TrainFlags& flags) {
                  "Resume from this checkpoint, a name in <run-dir>/checkpoints (ckpt-200) or a "
                  "path, rather than the newest intact one; the run's newer checkpoints are "
                  "renamed aside (ckpt-<N>.superseded), never deleted");
-  app.add_option("--seed", o.seed, "Seed of initial values and shuffles")->capture_default_str();
+  app.add_option("--seed", o.seed, "Seed of initial values and shuffles (0 to 2^64-1)")
+      ->capture_default_str()
+      ->check(
+          [](const std::string& value) -> std::string {
+            // CLI11 would wrap "-3" around to 18446744073709551613.
+            return value.find('-') == std::string::npos
+                       ? ""
+                       : "the seed is a whole number from 0 to 18446744073709551615";
+          },
+          "0 to 2^64-1");
   app.add_option("--steps-per-execution", o.steps_per_execution,
                  "Training steps per scheduled closure")
       ->capture_default_str();

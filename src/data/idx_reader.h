@@ -27,6 +27,11 @@ struct FashionMnist {
 // The directory Debian's dataset-fashion-mnist package installs to.
 inline constexpr char kFashionMnistDir[] = "/usr/share/datasets/fashion-mnist";
 
+// The four files of Fashion-MNIST, as load_fashion_mnist reads them.
+inline constexpr const char* kFashionMnistFiles[4] = {
+    "train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz", "t10k-images-idx3-ubyte.gz",
+    "t10k-labels-idx1-ubyte.gz"};
+
 // Loads the four files from `directory`. When they are missing, NOT_FOUND
 // says to install the dataset-fashion-mnist package (or pass a directory
 // holding train-images-idx3-ubyte.gz etc.). Checks that image and label

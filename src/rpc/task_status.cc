@@ -4,7 +4,10 @@
 
 #include "absl/random/random.h"
 #include "absl/time/clock.h"
+#include "base/logging.h"
+#include "base/strings.h"
 #include "base/version.h"
+#include "psflow/cluster_spec.h"
 
 namespace psflow::internal {
 namespace {
@@ -38,8 +41,26 @@ void TaskStatus::fill(v1::GetStatusResponse& response) const {
   response.set_version(std::string(version()));
 }
 
+void TaskStatus::note_caller(grpc::CallbackServerContext* context, std::string_view call) const {
+  std::string peer = context->peer();
+  size_t logged = 0;
+  {
+    absl::MutexLock lock(&peers_mu_);
+    if (peers_.size() > kMaxLoggedConnections || !peers_.insert(peer).second) return;
+    logged = peers_.size();
+  }
+  const std::string name = task_name(job_name_, task_index_);
+  if (logged > kMaxLoggedConnections) {
+    PSFLOW_LOG(Info, name, ": ", kMaxLoggedConnections,
+               " connections logged; further ones are not");
+    return;
+  }
+  PSFLOW_LOG(Info, name, ": a client connected from ", peer, " (first call: ", av(call), ")");
+}
+
 grpc::ServerUnaryReactor* TaskStatus::answer(grpc::CallbackServerContext* context,
                                              v1::GetStatusResponse* response) const {
+  note_caller(context, "GetStatus");
   fill(*response);
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   reactor->Finish(grpc::Status::OK);

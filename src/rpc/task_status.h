@@ -4,7 +4,11 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "grpcpp/server_context.h"
 #include "grpcpp/support/server_callback.h"
@@ -19,23 +23,34 @@ namespace psflow::internal {
 // When this process started (first use of this library's statics).
 [[nodiscard]] absl::Time process_start_time();
 
-// Identity of one task: job, index, pid, incarnation, uptime and version.
-// Thread-safety: immutable after construction; fill() may run concurrently.
+// Identity of one task: job, index, pid, incarnation, uptime and version;
+// and the log of who connected to it.
+// Thread-safety: every method may run concurrently (the connection log is
+// guarded by its own mutex).
 class TaskStatus {
  public:
   TaskStatus(std::string job_name, int task_index);
 
   void fill(v1::GetStatusResponse& response) const;
   // The GetStatus handler of every service a task serves: fills `response`
-  // and finishes the call.
+  // and finishes the call. Logs the caller's connection (note_caller).
   grpc::ServerUnaryReactor* answer(grpc::CallbackServerContext* context,
                                    v1::GetStatusResponse* response) const;
+  // Logs at INFO, once per connection (the caller's address and port), that
+  // a client connected and which call it made first: a coordinator asks
+  // GetStatus when it connects, workers update variables with Execute. At
+  // most kMaxLoggedConnections connections are logged, so that a long-lived
+  // task's log stays short; never a line per call.
+  void note_caller(grpc::CallbackServerContext* context, std::string_view call) const;
+  static constexpr size_t kMaxLoggedConnections = 1024;
   [[nodiscard]] const std::string& job_name() const { return job_name_; }
   [[nodiscard]] int task_index() const { return task_index_; }
 
  private:
   std::string job_name_;
   int task_index_;
+  mutable absl::Mutex peers_mu_;
+  mutable absl::flat_hash_set<std::string> peers_ ABSL_GUARDED_BY(peers_mu_);
 };
 
 }  // namespace psflow::internal

@@ -112,6 +112,17 @@ class TaskServer final : public Server {
     }
     enable_health_service_once();
     tune_allocator_for_transfers();
+    // Tried first with a throw-away socket: a port in use then gives one
+    // line naming the address and the fix, not gRPC's log of the failed
+    // bind. (gRPC's own failure below still covers a port taken between
+    // the two.) Not with reuse_port: the launcher reserved that port for
+    // this task, and a second listener on it could take (and drop) a
+    // client's connection.
+    if (std::string reason =
+            options_.reuse_port ? "" : diagnose_bind_failure(bind_address_, /*reuse_port=*/false);
+        !reason.empty()) {
+      return listen_error(reason);
+    }
     grpc::ServerBuilder builder;
     int selected_port = 0;
     builder.AddListeningPort(bind_address_, grpc::InsecureServerCredentials(), &selected_port);
@@ -128,9 +139,7 @@ class TaskServer final : public Server {
       if (server != nullptr) server->Shutdown();
       std::string reason = diagnose_bind_failure(bind_address_, options_.reuse_port);
       if (reason.empty()) reason = "see the gRPC error logged above";
-      return absl::UnavailableError(absl::StrCat(
-          name_, ": cannot listen on ", bind_address_, ": ", reason,
-          ". Is another process using the port? Pick a free port in the cluster spec."));
+      return listen_error(reason);
     }
     // Clients may ask for the task's service by name as well as for "".
     if (grpc::HealthCheckServiceInterface* health = server->GetHealthCheckService()) {
@@ -188,6 +197,14 @@ class TaskServer final : public Server {
 
  private:
   enum class State { kNew, kRunning, kStopping, kStopped };
+
+  // Why start() could not listen, with the fix.
+  absl::Status listen_error(std::string_view reason) const {
+    return absl::UnavailableError(absl::StrCat(
+        name_, " cannot listen on ", bind_address_, ": ", internal::av(reason),
+        ". Another process may hold the port: stop it, or give this task a free port in "
+        "TF_CONFIG (or --bind HOST:PORT)."));
+  }
 
   const std::string job_;
   const int index_;

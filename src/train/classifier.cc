@@ -8,6 +8,7 @@
 #include "psflow/nn.h"
 #include "psflow/status_macros.h"
 #include "psflow/strategy.h"
+#include "train/data_files.h"
 #include "train/train_step.h"
 
 namespace psflow::internal {
@@ -57,6 +58,21 @@ absl::Status ClassifierModel::validate(const TrainOptions& o) const {
   if (o.batch_size < 1 || o.batch_size > 60000) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--batch-size ", o.batch_size, " is out of range; use 1 to 60000 (the training set)"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ClassifierModel::check_data(const TrainOptions& options) const {
+  const std::string dir = options.data_dir.empty() ? kFashionMnistDir : options.data_dir;
+  const std::string fix =
+      options.data_dir.empty()
+          ? "install Debian's dataset-fashion-mnist package (apt-get install "
+            "dataset-fashion-mnist, or run scripts/install-deps.sh), or pass --data-dir"
+          : "--data-dir must name a directory holding the four Fashion-MNIST IDX files "
+            "(drop it to use Debian's dataset-fashion-mnist package)";
+  for (const char* name : kFashionMnistFiles) {
+    PSFLOW_RETURN_IF_ERROR(
+        check_readable_file(absl::StrCat(dir, "/", name), "Fashion-MNIST file", fix));
   }
   return absl::OkStatus();
 }

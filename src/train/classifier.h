@@ -41,6 +41,7 @@ class ClassifierModel final : public Model, public MirroredModel {
   [[nodiscard]] std::string_view name() const override { return name_; }
   [[nodiscard]] std::string data_name(const TrainOptions& options) const override;
   [[nodiscard]] absl::Status validate(const TrainOptions& options) const override;
+  [[nodiscard]] absl::Status check_data(const TrainOptions& options) const override;
   [[nodiscard]] const MirroredModel* mirrored() const override { return this; }
 
   [[nodiscard]] absl::Status load(const TrainOptions& options) override;

@@ -88,6 +88,13 @@ class Model {
   // Its mirrored-strategy side; null when it trains on ps tasks only.
   [[nodiscard]] virtual const MirroredModel* mirrored() const { return nullptr; }
 
+  // A cheap check, before any task starts or anything is written, that the
+  // data load() will read is there and readable (files opened, not
+  // parsed): INVALID_ARGUMENT naming the path, the flag and the fix.
+  // load() still reports what this cannot see (a corrupt file).
+  [[nodiscard]] virtual absl::Status check_data(const TrainOptions& options) const {
+    return absl::OkStatus();
+  }
   // Loads what the coordinator needs (the test set, the sizes that fix the
   // model's shape), after validate(). Errors name what is missing.
   [[nodiscard]] virtual absl::Status load(const TrainOptions& options) = 0;

@@ -5,14 +5,19 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "train/model.h"
 
 namespace psflow::internal {
 
+// Every --model name, in the order --help and errors list them.
+[[nodiscard]] std::vector<std::string> model_names();
+
 // A fresh model for one run of `name`, with its default settings.
-// INVALID_ARGUMENT naming --model when no model has that name.
+// INVALID_ARGUMENT naming --model and every model_names() when no model has
+// that name.
 [[nodiscard]] absl::StatusOr<std::unique_ptr<Model>> make_model(const std::string& name);
 
 // A model rebuilt from a run directory's config.json (Model::run_config),

@@ -6,9 +6,11 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "nlohmann/json.hpp"
 #include "psflow/nn.h"
 #include "psflow/status_macros.h"
+#include "train/data_files.h"
 #include "train/partitioner_flag.h"
 #include "train/wide_deep_step.h"
 
@@ -58,6 +60,20 @@ absl::StatusOr<Partitioner> WideDeepModel::partitioner(const TrainOptions& optio
     return fixed_shards_partitioner(std::max(1, num_ps));
   }
   return parse_partitioner(options.partitioner);
+}
+
+absl::Status WideDeepModel::check_data(const TrainOptions& options) const {
+  if (options.data_dir.empty()) return absl::OkStatus();  // generated
+  // One LIBSVM file, or "train,test" (load_wide_deep_libsvm says what else
+  // is wrong with the value).
+  for (absl::string_view path : absl::StrSplit(options.data_dir, ',')) {
+    if (path.empty()) continue;
+    PSFLOW_RETURN_IF_ERROR(check_readable_file(
+        std::string(path), "--data-dir: wide_deep's LIBSVM file",
+        "give a readable LIBSVM file, 'train_file,test_file', or no --data-dir for generated "
+        "click data"));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status WideDeepModel::load(const TrainOptions& options) {

@@ -64,6 +64,7 @@ class WideDeepModel final : public Model {
   [[nodiscard]] ModelDefaults defaults() const override;
   [[nodiscard]] std::string data_name(const TrainOptions& options) const override;
   [[nodiscard]] absl::Status validate(const TrainOptions& options) const override;
+  [[nodiscard]] absl::Status check_data(const TrainOptions& options) const override;
   [[nodiscard]] absl::StatusOr<Partitioner> partitioner(const TrainOptions& options,
                                                         int num_ps) const override;
 

@@ -448,7 +448,8 @@ TEST(CliTest, TrainNamesTheMissingDataset) {
                      test_environment());
   ASSERT_GT(psflow.pid(), 0);
   const std::string err = psflow.read_stderr(absl::Now() + absl::Seconds(60));
-  EXPECT_EQ(psflow.wait_exit_code(absl::Now() + absl::Seconds(30)), 1);
+  // A usage error, found before any task starts.
+  EXPECT_EQ(psflow.wait_exit_code(absl::Now() + absl::Seconds(30)), 2);
   EXPECT_THAT(err, HasSubstr("dataset-fashion-mnist"));
 }
 

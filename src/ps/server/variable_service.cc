@@ -144,6 +144,7 @@ grpc::ServerUnaryReactor* VariableServiceImpl::GetStatus(grpc::CallbackServerCon
 grpc::ServerUnaryReactor* VariableServiceImpl::Execute(grpc::CallbackServerContext* context,
                                                        const grpc::ByteBuffer* request,
                                                        grpc::ByteBuffer* response) {
+  status_->note_caller(context, "Execute");
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   // The request and response buffers stay valid until Finish().
   auto finish_on_pool = [this, context, reactor, response](auto work) {
