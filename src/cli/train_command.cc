@@ -53,11 +53,18 @@ step's variables: this rank must be the chief of --slurm-jobs (see
 deploy/slurm/). Data: Debian's dataset-fashion-mnist package.
 
 Run directory (--run-dir), whatever the model and strategy: config.json (what
-`psflow eval` needs), summary.json, TensorBoard events, checkpoints/ckpt-<step>
-saved every epoch. A rerun resumes from the newest intact checkpoint and says
-where; a damaged one is skipped with a line naming it and the error and renamed
-ckpt-<step>.corrupt (kept, never deleted). --checkpoint picks another (a name in
-checkpoints/ or a path); the run's newer ones are renamed ckpt-<step>.superseded.
+`psflow eval` needs), checkpoints/ckpt-<step> saved every epoch, TensorBoard
+events (per epoch, and every 100 steps step/loss, step/learning_rate,
+step/examples_per_sec, at the run's global step across resumes),
+run_record.json (every epoch and invocation, rewritten after each epoch and
+when an invocation ends) and, once the run is complete, summary.json (the
+same). A rerun resumes from the newest intact checkpoint and says where; a
+damaged one is skipped with a line naming it and the error and renamed
+ckpt-<step>.corrupt (kept, never deleted). --checkpoint picks another (a name
+in checkpoints/ or a path); the run's newer ones are renamed
+ckpt-<step>.superseded. A rerun may change --epochs and most options, but not
+--model, --batch-size, --optimizer, --data-dir or --seed (refused with status
+2 before any task starts).
 
 Stopping: on the first SIGTERM or SIGINT it schedules nothing more, cancels the
 closures in flight (a worker stops between two steps), waits for them to come
@@ -70,15 +77,6 @@ resumes from that checkpoint, in the middle of its epoch. All of this within
 finishing (e.g. a closure on a paused worker never came back; no checkpoint
 then). Before training starts (waiting for tasks, loading data) it exits at
 once, saying what it was waiting for. A second signal exits at once.
-
-Run directory: checkpoints/, TensorBoard events (per epoch, and every 100
-steps step/loss, step/learning_rate, step/examples_per_sec, at the run's
-global step across resumes), run_record.json (every epoch and invocation,
-rewritten after each epoch and when an invocation ends) and, once the run
-is complete, summary.json (the same). A rerun resumes from the latest
-checkpoint; it may change --epochs and most options, but not --model,
---batch-size, --optimizer, --data-dir or --seed (refused before any task
-starts).
 
 Checks: every flag, the data (--data-dir) and the run directory are checked
 before any task starts or anything is written; an error names the flag and
@@ -93,7 +91,7 @@ int report(const absl::StatusOr<TrainSummary>& summary, const TrainOptions& opti
            const SignalShutdown& shutdown);
 
 // Prints why the run directory cannot resume with these options
-// (train/resume_check.h); true when it can.
+// (train/resume_check.h, a usage error); true when it can.
 bool report_resume_check(const absl::Status& status) {
   if (status.ok()) return true;
   std::fprintf(stderr, "psflow train: %s\n", std::string(status.message()).c_str());
@@ -315,19 +313,23 @@ int run_train(const TrainFlags& given, const CLI::App& app) {
   // One process per run directory, taken once the flags are known good and
   // before any task starts; held until this function returns.
   std::optional<RunDirLock> run_lock;
-  auto lock_run_dir = [&]() -> bool {
+  // The exit status when the run directory cannot be used: held by another
+  // process (a failure), or holding a run these options cannot resume (a
+  // usage error, like any other refused flag).
+  auto lock_run_dir = [&]() -> std::optional<int> {
     absl::StatusOr<RunDirLock> lock = take_run_dir(options, default_dir);
     if (!lock.ok()) {
       std::fprintf(stderr, "psflow train: %s\n", std::string(lock.status().message()).c_str());
-      return false;
+      return kExitFailure;
     }
     run_lock.emplace(*std::move(lock));
-    return report_resume_check(check_resume_options(options));
+    if (!report_resume_check(check_resume_options(options))) return kExitUsage;
+    return std::nullopt;
   };
 
   const std::string data = (*model)->data_name(options);
   if (mode == TrainMode::kMirrored) {
-    if (!lock_run_dir()) return kExitFailure;
+    if (const std::optional<int> failed = lock_run_dir()) return *failed;
     std::printf(
         "training %s on %s with %d synchronous replicas in this process: %d "
         "epochs, global batch %lld, %s lr %g; run dir %s\n",
@@ -342,12 +344,12 @@ int run_train(const TrainFlags& given, const CLI::App& app) {
   ClusterSpec spec;
   if (external.has_value()) {
     spec = external->spec;
-    if (!lock_run_dir()) return kExitFailure;
+    if (const std::optional<int> failed = lock_run_dir()) return *failed;
     if (std::optional<int> failed = wait_for_external_tasks(*external, flags, shutdown)) {
       return *failed;
     }
   } else {
-    if (!lock_run_dir()) return kExitFailure;
+    if (const std::optional<int> failed = lock_run_dir()) return *failed;
     std::printf("starting a local cluster: %d ps, %d workers\n", flags.cluster.num_ps,
                 flags.cluster.num_workers);
     std::fflush(stdout);

@@ -306,7 +306,8 @@ TEST(CliTest, TrainResumesOnlyWithTheBatchSizeItWasTrainedWith) {
     ASSERT_GT(other.pid(), 0);
     const std::string out = other.read_stdout(absl::Now() + absl::Seconds(60));
     const std::string err = other.read_stderr(absl::Now() + absl::Seconds(5));
-    EXPECT_EQ(other.wait_exit_code(absl::Now() + absl::Seconds(30)), 1) << out << err;
+    EXPECT_EQ(other.wait_exit_code(absl::Now() + absl::Seconds(30)), 2)
+        << out << err;  // a usage error
     EXPECT_THAT(err, HasSubstr("(ckpt-100) was trained with --batch-size 600"));
     EXPECT_THAT(err, HasSubstr("cannot resume with --batch-size 300"));
     EXPECT_THAT(err, HasSubstr("resume with --batch-size 600, or use another --run-dir"));
