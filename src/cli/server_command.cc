@@ -72,8 +72,9 @@ listen on no port).
 
 Logging: one line per event on stderr ("I 05:33:43.123 file.cc:42] ..."):
 where the task serves and as what role, each client that connects (the
-coordinator, a worker), restarts and errors; never a line per call at the
-default level. PSFLOW_LOG_LEVEL sets the least level logged: debug, info (the
+coordinator, a worker), restarts and errors (a refused request or a failed
+function as a warning the 1st, 2nd, 4th, 8th, ... time for each call and
+code); never a line per call at the default level. PSFLOW_LOG_LEVEL sets the least level logged: debug, info (the
 default), warning or error (or 0 to 3; any case). Another value is warned
 about and info is kept. The same holds for every psflow command.
 

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include "absl/random/random.h"
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "base/logging.h"
 #include "base/strings.h"
@@ -23,6 +24,26 @@ uint64_t draw_incarnation() {
 // process start, not at the first GetStatus.
 const uint64_t kIncarnation = draw_incarnation();
 const absl::Time kProcessStart = absl::Now();
+
+// `text` with its control bytes (a line break, an escape sequence) written
+// as \n, \t or \xNN: one log line stays one line.
+std::string escape_controls(absl::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (const char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (byte < 0x20 || byte == 0x7f) {
+      absl::StrAppend(&out, "\\x", absl::Hex(byte, absl::kZeroPad2));
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -56,6 +77,35 @@ void TaskStatus::note_caller(grpc::CallbackServerContext* context, std::string_v
     return;
   }
   PSFLOW_LOG(Info, name, ": a client connected from ", peer, " (first call: ", av(call), ")");
+}
+
+void TaskStatus::note_error(std::string_view call, const absl::Status& status) const {
+  if (status.ok()) return;
+  // The call's name and the message may carry a client's bytes: escaped
+  // (no forged log lines) and cut short; the kinds counted are bounded (a
+  // client inventing names cannot grow the table).
+  constexpr size_t kMaxMessage = 400;
+  std::string key(call);
+  int64_t seen = 0;
+  {
+    absl::MutexLock lock(&errors_mu_);
+    if (errors_.size() >= kMaxErrorKinds &&
+        !errors_.contains({key, static_cast<int>(status.code())})) {
+      key = "other calls";
+    }
+    seen = ++errors_[{key, static_cast<int>(status.code())}];
+  }
+  if ((seen & (seen - 1)) != 0) return;  // not a power of two
+  std::string message = escape_controls(status.message().substr(0, kMaxMessage));
+  if (status.message().size() > kMaxMessage) message += "...";
+  const std::string name = task_name(job_name_, task_index_);
+  const std::string code = absl::StatusCodeToString(status.code());
+  if (seen == 1) {
+    PSFLOW_LOG(Warning, name, ": ", escape_controls(key), " failed: ", code, ": ", message);
+    return;
+  }
+  PSFLOW_LOG(Warning, name, ": ", escape_controls(key), " has failed with ", code, " ", seen,
+             " times (logged the 1st, 2nd, 4th, 8th, ... time); the latest: ", message);
 }
 
 grpc::ServerUnaryReactor* TaskStatus::answer(grpc::CallbackServerContext* context,

@@ -5,9 +5,12 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "grpcpp/server_context.h"
@@ -43,6 +46,13 @@ class TaskStatus {
   // task's log stays short; never a line per call.
   void note_caller(grpc::CallbackServerContext* context, std::string_view call) const;
   static constexpr size_t kMaxLoggedConnections = 1024;
+  // Logs at WARNING that `call` failed with `status` (nothing when it is
+  // OK): the first failure of each call and code with its message, then
+  // only the 2nd, 4th, 8th, ... with their counts, so that a client
+  // repeating a bad request (or a stop cancelling every call) cannot flood
+  // the log while an operator still sees what goes wrong and how often.
+  void note_error(std::string_view call, const absl::Status& status) const;
+  static constexpr size_t kMaxErrorKinds = 64;
   [[nodiscard]] const std::string& job_name() const { return job_name_; }
   [[nodiscard]] int task_index() const { return task_index_; }
 
@@ -51,6 +61,10 @@ class TaskStatus {
   int task_index_;
   mutable absl::Mutex peers_mu_;
   mutable absl::flat_hash_set<std::string> peers_ ABSL_GUARDED_BY(peers_mu_);
+  mutable absl::Mutex errors_mu_;
+  // Failures seen per (call, code).
+  mutable absl::flat_hash_map<std::pair<std::string, int>, int64_t> errors_
+      ABSL_GUARDED_BY(errors_mu_);
 };
 
 }  // namespace psflow::internal

@@ -55,9 +55,11 @@ grpc::ServerUnaryReactor* ExecutorServiceImpl::RunFunction(grpc::CallbackServerC
   auto* mutable_args = const_cast<v1::StructureProto*>(&request->args());
   absl::StatusOr<Structure> args = structure_from_proto(mutable_args, limits_);
   if (!args.ok()) {
-    reactor->Finish(to_grpc_status(absl::InvalidArgumentError(
+    const absl::Status malformed = absl::InvalidArgumentError(
         absl::StrCat("RunFunction '", request->function_name(), "' (closure ",
-                     request->closure_id(), "): malformed args: ", args.status().message()))));
+                     request->closure_id(), "): malformed args: ", args.status().message()));
+    status_->note_error("RunFunction", malformed);
+    reactor->Finish(to_grpc_status(malformed));
     return reactor;
   }
   if (request->input_refs_size() > 0) {
@@ -167,6 +169,7 @@ void ExecutorServiceImpl::run(uint64_t session, uint64_t result_session, uint64_
                                              response->output().ByteSizeLong()));
     }
   } else {
+    status_->note_error(absl::StrCat("RunFunction '", function_name, "'"), output.status());
     response->set_code(static_cast<int32_t>(output.status().code()));
     response->set_message(std::string(output.status().message()));
   }

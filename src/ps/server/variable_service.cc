@@ -147,16 +147,20 @@ grpc::ServerUnaryReactor* VariableServiceImpl::Execute(grpc::CallbackServerConte
   status_->note_caller(context, "Execute");
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   // The request and response buffers stay valid until Finish().
-  auto finish_on_pool = [this, context, reactor, response](auto work) {
-    pool_.schedule([context, reactor, response, work = std::move(work)]() mutable {
+  // Every outcome but success is also in the task's log (rate-limited).
+  auto finish = [this, reactor](const absl::Status& status) {
+    status_->note_error("Execute", status);
+    reactor->Finish(to_grpc_status(status));
+  };
+  auto finish_on_pool = [this, context, response, finish](auto work) {
+    pool_.schedule([context, response, finish, work = std::move(work)]() mutable {
       // A caller that gave up (deadline, cancellation) before the work
       // started gets nothing applied.
       if (context->IsCancelled()) {
-        reactor->Finish(
-            grpc::Status(grpc::StatusCode::CANCELLED, "the call was cancelled before it ran"));
+        finish(absl::CancelledError("the call was cancelled before it ran"));
         return;
       }
-      reactor->Finish(to_grpc_status(guarded([&] { return work(response); })));
+      finish(guarded([&] { return work(response); }));
     });
   };
   if (request->Length() > kInlineDecodeBytes) {
@@ -177,7 +181,7 @@ grpc::ServerUnaryReactor* VariableServiceImpl::Execute(grpc::CallbackServerConte
     return run(*store_, options_.max_message_bytes, batch, e, response);
   });
   if (!to_pool.has_value()) {
-    reactor->Finish(to_grpc_status(inline_status));
+    finish(inline_status);
     return reactor;
   }
   finish_on_pool([this, batch = *std::move(to_pool)](grpc::ByteBuffer* out) mutable {
