@@ -6,6 +6,7 @@
 #include <variant>
 
 #include "absl/strings/str_cat.h"
+#include "base/logging.h"
 #include "executor/executor_connection.h"
 #include "psflow/cluster_spec.h"
 #include "psflow/remote_executor.h"
@@ -65,6 +66,10 @@ class GrpcWorkerConnection final : public WorkerConnection {
         }
       }
     }
+    // At debug level only (a line per closure): lets a test, or a user
+    // chasing a hang, see which closure went to which worker and when.
+    PSFLOW_LOG(Debug, "sent closure ", closure_id, " (", proto.function_name(), ") to ",
+               task_name_);
     internal::run_function_async(
         *connection_, std::move(proto),
         [this, closure_id, done = std::move(done)](const absl::Status& transport,

@@ -106,6 +106,31 @@ std::vector<std::string> train_argv(const std::string& run_dir, int num_ps, int 
 constexpr int kLongRunEpochs = 20;
 constexpr char kLongClosureSteps[] = "100";
 
+// The environment of a run whose closures the test must catch in flight:
+// the chief logs, at debug level, each closure it sends.
+std::vector<std::string> debug_log_environment() {
+  return test_environment({{"PSFLOW_LOG_LEVEL", "debug"}});
+}
+
+// Reads the chief's stderr until it has sent a training closure to a
+// worker: a pause of that worker from then on finds a closure in flight
+// (it runs 100 steps, the next one goes out as soon as it is back), and the
+// stop has one to wait for. (Pausing at the epoch's first progress line
+// raced the first send on a loaded machine.)
+bool read_until_a_training_closure_is_sent(TestProcess& process, std::string& err) {
+  const absl::Time deadline = absl::Now() + kStartTimeout;
+  // Bounded by the deadline (read_stderr_line returns nullopt past it).
+  for (;;) {
+    std::optional<std::string> line = process.read_stderr_line(deadline);
+    if (!line.has_value()) return false;
+    err += *line + "\n";
+    if (line->find("sent closure") != std::string::npos &&
+        line->find("(train/classifier_steps) to /job:worker") != std::string::npos) {
+      return true;
+    }
+  }
+}
+
 std::string fresh_dir(const std::string& name) {
   const std::string dir = ::testing::TempDir() + "/" + name;
   std::filesystem::remove_all(dir);
@@ -234,16 +259,18 @@ TEST(StopSignalCliTest, AStopThatCannotFinishEndsAtTheStopTimeout) {
   std::vector<std::string> argv =
       train_argv(fresh_dir("psflow-stop-timeout"), 1, 1, kLongRunEpochs);
   argv.insert(argv.end(), {"--stop-timeout", "2", "--steps-per-execution", kLongClosureSteps});
-  TestProcess train(argv, test_environment());
+  TestProcess train(argv, debug_log_environment());
   ASSERT_GT(train.pid(), 0);
   Progress progress;
   ASSERT_TRUE(read_until(train, absl::StrCat("epoch 1/", kLongRunEpochs, " ["), progress))
       << progress.out;
   ASSERT_EQ(progress.workers.size(), 1u) << progress.out;
+  std::string err;
+  ASSERT_TRUE(read_until_a_training_closure_is_sent(train, err)) << err;
   // Dies with the chief (PR_SET_PDEATHSIG's SIGKILL ends stopped tasks too).
   ASSERT_EQ(::kill(progress.workers[0], SIGSTOP), 0);
   const Stopped stopped = signal_and_wait(train, SIGTERM, absl::Seconds(2) + kSlack);
-  const std::string err = train.read_stderr(absl::Now() + absl::Seconds(5));
+  err += train.read_stderr(absl::Now() + absl::Seconds(5));
   EXPECT_EQ(stopped.code, 143) << err;
   EXPECT_GE(stopped.took, absl::Seconds(2));
   // The 2 s stop timeout, with room for a loaded machine.
@@ -256,12 +283,14 @@ TEST(StopSignalCliTest, AStopThatCannotFinishEndsAtTheStopTimeout) {
 TEST(StopSignalCliTest, ASecondSignalExitsAtOnce) {
   std::vector<std::string> argv = train_argv(fresh_dir("psflow-stop-twice"), 1, 1, kLongRunEpochs);
   argv.insert(argv.end(), {"--steps-per-execution", kLongClosureSteps});
-  TestProcess train(argv, test_environment());
+  TestProcess train(argv, debug_log_environment());
   ASSERT_GT(train.pid(), 0);
   Progress progress;
   ASSERT_TRUE(read_until(train, absl::StrCat("epoch 1/", kLongRunEpochs, " ["), progress))
       << progress.out;
   ASSERT_EQ(progress.workers.size(), 1u) << progress.out;
+  std::string sent;
+  ASSERT_TRUE(read_until_a_training_closure_is_sent(train, sent)) << sent;
   ASSERT_EQ(::kill(progress.workers[0], SIGSTOP), 0);  // The stop now waits for it.
   ASSERT_TRUE(train.signal(SIGTERM));
   const absl::Time deadline = absl::Now() + absl::Seconds(30);
