@@ -150,7 +150,7 @@ TEST_F(VariablePolicyTest, ShardedSumAggregatesEveryPart) {
   }
   ASSERT_EQ(v.num_parts(), 2u);
   EXPECT_EQ(v.variables()[1].aggregation(), VariableAggregation::kSum);
-  ASSERT_TRUE(replica_update(v, 2, "assign_add",
+  ASSERT_TRUE(replica_update(v, 2, "assign",
                              {Tensor::from_vector<float>({1, 2, 3}, {3}),
                               Tensor::from_vector<float>({10, 20, 30}, {3})})
                   .ok());
