@@ -14,6 +14,7 @@ namespace psflow {
 
 namespace internal {
 class ReplicaCollective;
+struct ReplicaContextAccess;  // aggregated variable updates (runtime)
 }  // namespace internal
 
 // The argument of experimental_distribute_values_from_function's value_fn
@@ -87,6 +88,7 @@ class ReplicaContext {
 
  private:
   friend class ReplicaGroup;
+  friend struct internal::ReplicaContextAccess;
   ReplicaContext(internal::ReplicaCollective* collective, int replica_id, int num_replicas)
       : collective_(collective), replica_id_(replica_id), num_replicas_(num_replicas) {}
 

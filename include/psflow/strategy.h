@@ -28,6 +28,7 @@
 #include "psflow/tensor.h"
 #include "psflow/variable.h"
 #include "psflow/variable_handle.h"
+#include "psflow/variable_policy.h"
 
 namespace psflow {
 
@@ -66,6 +67,16 @@ struct VariableOptions {
   // new variable on the task of this one-part variable, unsharded, without
   // advancing the round-robin counter.
   std::optional<ShardedVariable> colocate_with = std::nullopt;
+  // TF's `aggregation`: what an assign made inside a replica function with
+  // several replicas writes (variable_policy.h). Stored in the variable and
+  // its handle, so that workers apply it too.
+  VariableAggregation aggregation = VariableAggregation::kNone;
+  // TF's `synchronization`: every kind is accepted and stores one copy on a
+  // ps task (TF's ParameterServerStrategy does not mirror); kOnRead makes
+  // `trainable` default to false, as in TF.
+  VariableSynchronization synchronization = VariableSynchronization::kAuto;
+  // TF's `trainable`; unset means synchronization != kOnRead.
+  std::optional<bool> trainable = std::nullopt;
 };
 
 // Thread-safety: a value type.

@@ -37,7 +37,9 @@
 #include "absl/types/span.h"
 #include "psflow/dtype.h"
 #include "psflow/tensor.h"
+#include "psflow/tensor_index.h"
 #include "psflow/variable_handle.h"
+#include "psflow/variable_policy.h"
 
 namespace psflow {
 
@@ -95,10 +97,17 @@ class Variable {
   [[nodiscard]] int task() const;
   // This variable as a one-part handle.
   [[nodiscard]] VariableHandle handle() const;
+  // As created (VariableOptions; a shard has its container's).
+  [[nodiscard]] VariableAggregation aggregation() const;
+  [[nodiscard]] VariableSynchronization synchronization() const;
+  [[nodiscard]] bool trainable() const;
 
-  // The current value (a snapshot).
+  // The current value (a snapshot); inside cache_variable_reads(), the
+  // value first read in that scope.
   [[nodiscard]] absl::StatusOr<Tensor> read_value() const;
-  // `value` must have the variable's dtype and shape.
+  // `value` must have the variable's dtype and shape. Inside a replica
+  // function with several replicas, assign / assign_add / assign_sub follow
+  // the variable's aggregation (variable_policy.h).
   [[nodiscard]] absl::Status assign(const Tensor& value) const;
   [[nodiscard]] absl::Status assign_add(const Tensor& delta) const;
   [[nodiscard]] absl::Status assign_sub(const Tensor& delta) const;
@@ -168,12 +177,30 @@ class ShardedVariable {
   // entries): part i holds rows [offsets()[i], offsets()[i + 1]).
   [[nodiscard]] const std::vector<int64_t>& offsets() const;
   [[nodiscard]] VariableHandle handle() const;
+  // As created (VariableOptions); a ShardedVariable built with create()
+  // takes its first part's.
+  [[nodiscard]] VariableAggregation aggregation() const;
+  [[nodiscard]] VariableSynchronization synchronization() const;
+  [[nodiscard]] bool trainable() const;
 
   // TF's tf.convert_to_tensor(sv): the parts concatenated along axis 0, read
   // with one request per task, in parallel. Expensive for large variables;
-  // prefer sparse_read / embedding_lookup.
+  // prefer sparse_read / embedding_lookup / get_item. Inside
+  // cache_variable_reads(), each part's value first read in that scope.
   [[nodiscard]] absl::StatusOr<Tensor> read_value() const;
-  // `value` has the full shape; part i receives its rows.
+  // TF's sv[index] (ShardedVariable.__getitem__): the same result as
+  // get_item(read_value(), index) (tensor_index.h), but only the rows the
+  // index selects on axis 0 are read: one gather per task that holds some,
+  // in parallel, in the order the index takes them (reversed for a
+  // negative step). A bool mask reads the whole variable (as TF). An
+  // integer out of range on axis 0 is INVALID_ARGUMENT with TF's
+  // "ShardedVariable: slice index 12 of dimension 0 out of bounds.".
+  // Nothing is cached. Assigning to a slice is not supported (as in TF).
+  [[nodiscard]] absl::StatusOr<Tensor> get_item(const std::vector<TensorIndex>& index) const;
+  // `value` has the full shape; part i receives its rows. Inside a replica
+  // function with several replicas, assign / assign_add / assign_sub follow
+  // the variable's aggregation (variable_policy.h), once for the whole
+  // variable.
   [[nodiscard]] absl::Status assign(const Tensor& value) const;
   [[nodiscard]] absl::Status assign_add(const Tensor& delta) const;
   [[nodiscard]] absl::Status assign_sub(const Tensor& delta) const;

@@ -16,6 +16,7 @@
 #include "psflow/dtype.h"
 #include "psflow/structure.h"
 #include "psflow/tensor.h"
+#include "psflow/variable_policy.h"
 
 namespace psflow {
 
@@ -48,6 +49,11 @@ struct VariableHandle {
   DType dtype = DType::kInvalid;
   Shape shape;
   std::vector<VariablePartHandle> parts;
+  // VariableOptions' aggregation, synchronization and trainable, so that a
+  // variable rebuilt from the handle updates from replicas as its original.
+  VariableAggregation aggregation = VariableAggregation::kNone;
+  VariableSynchronization synchronization = VariableSynchronization::kAuto;
+  bool trainable = true;
 
   // INVALID_ARGUMENT naming the first problem: no parts, a bad dtype or
   // shape, parts that differ from the full shape beyond axis 0, or offsets
@@ -58,7 +64,9 @@ struct VariableHandle {
   // it travels inside function arguments with the structure codec:
   //   {"psflow_variable": 1, "name": "w", "dtype": "float32",
   //    "shape": (10, 4), "parts": [{"job": "ps", "task": 0,
-  //    "name": "w/part_0", "shape": (5, 4), "offset": 0}, ...]}
+  //    "name": "w/part_0", "shape": (5, 4), "offset": 0}, ...],
+  //    "aggregation": "SUM", "synchronization": "AUTO", "trainable": true}
+  // (the last three may be absent: NONE, AUTO, true).
   [[nodiscard]] Structure to_structure() const;
   // Inverse of to_structure. Treats its input as untrusted: every missing or
   // mistyped field is INVALID_ARGUMENT naming it, and the result is

@@ -2,13 +2,17 @@
 // fan out over its parts (one request per task, in parallel).
 #include <utility>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "base/strings.h"
 #include "psflow/status_macros.h"
 #include "psflow/variable.h"
+#include "strategy/read_cache.h"
+#include "strategy/replica_update.h"
 #include "strategy/request_batch.h"
 #include "strategy/rows.h"
+#include "strategy/tensor_index_impl.h"
 #include "strategy/variable_state.h"
 
 namespace psflow {
@@ -48,6 +52,7 @@ std::shared_ptr<const ShardedState> make_state(std::vector<Variable> parts, std:
     state->shape[0] = rows;
   }
   state->layout = layout_of(parts);
+  state->policy = VariableAccess::state(parts[0]).policy;
   state->parts = std::move(parts);
   return state;
 }
@@ -70,16 +75,26 @@ absl::Status assign_like(const ShardedVariable& v, Op::Kind kind, const Tensor& 
   PSFLOW_RETURN_IF_ERROR(internal::check_valid(v));
   const ShardedState& s = VariableAccess::state(v);
   PSFLOW_RETURN_IF_ERROR(check_full_value(v, value, Op::Kind_Name(kind)));
-  internal::RequestBatch batch;
-  for (size_t i = 0; i < s.parts.size(); ++i) {
-    const auto shard = static_cast<int>(i);
-    VariableOpArgs op = internal::make_op(kind, VariableAccess::state(s.parts[i]));
-    op.value = s.parts.size() == 1 ? value
-                                   : value.slice(s.layout.offset(shard),
-                                                 s.layout.offset(shard) + s.layout.size(shard));
-    batch.add(VariableAccess::state(s.parts[i]), std::move(op));
+  auto direct = [&](const Tensor& full) {
+    internal::RequestBatch batch;
+    for (size_t i = 0; i < s.parts.size(); ++i) {
+      const auto shard = static_cast<int>(i);
+      VariableOpArgs op = internal::make_op(kind, VariableAccess::state(s.parts[i]));
+      op.value = s.parts.size() == 1 ? full
+                                     : full.slice(s.layout.offset(shard),
+                                                  s.layout.offset(shard) + s.layout.size(shard));
+      batch.add(VariableAccess::state(s.parts[i]), std::move(op));
+    }
+    return batch.run().status();
+  };
+  // One merge for the whole variable (TF merges per shard; the values
+  // written are the same).
+  if (std::optional<absl::Status> aggregated = internal::update_in_replica_context(
+          s.policy, s.name, s.dtype, s.shape, absl::AsciiStrToLower(Op::Kind_Name(kind)), value,
+          direct)) {
+    return *aggregated;
   }
-  return batch.run().status();
+  return direct(value);
 }
 
 absl::Status scatter_like(const ShardedVariable& v, Op::Kind kind, const IndexedSlices& delta) {
@@ -170,11 +185,17 @@ absl::StatusOr<ShardedVariable> ShardedVariable::from_handle(const VariableHandl
                                                              const VariableClientLookup& lookup,
                                                              absl::Duration timeout) {
   PSFLOW_RETURN_IF_ERROR(handle.validate());
+  internal::VariablePolicy policy;
+  policy.aggregation = handle.aggregation;
+  policy.synchronization = handle.synchronization;
+  policy.trainable = handle.trainable;
   std::vector<Variable> parts;
   parts.reserve(handle.parts.size());
   for (const VariablePartHandle& p : handle.parts) {
     PSFLOW_ASSIGN_OR_RETURN(Variable v, Variable::from_handle(p, handle.dtype, lookup, timeout));
-    parts.push_back(std::move(v));
+    auto state = std::make_shared<internal::VariableState>(VariableAccess::state(v));
+    state->policy = policy;
+    parts.push_back(VariableAccess::make(std::move(state)));
   }
   return create(std::move(parts), handle.name);
 }
@@ -188,6 +209,13 @@ const std::vector<Variable>& ShardedVariable::variables() const {
 const std::vector<int64_t>& ShardedVariable::offsets() const {
   return state_ ? state_->layout.offsets() : kNoOffsets;
 }
+VariableAggregation ShardedVariable::aggregation() const {
+  return state_ ? state_->policy.aggregation : VariableAggregation::kNone;
+}
+VariableSynchronization ShardedVariable::synchronization() const {
+  return state_ ? state_->policy.synchronization : VariableSynchronization::kAuto;
+}
+bool ShardedVariable::trainable() const { return state_ ? state_->policy.trainable : true; }
 
 VariableHandle ShardedVariable::handle() const {
   VariableHandle h;
@@ -195,6 +223,9 @@ VariableHandle ShardedVariable::handle() const {
   h.dtype = dtype();
   h.shape = shape();
   if (!state_) return h;
+  h.aggregation = state_->policy.aggregation;
+  h.synchronization = state_->policy.synchronization;
+  h.trainable = state_->policy.trainable;
   for (size_t i = 0; i < state_->parts.size(); ++i) {
     const Variable& p = state_->parts[i];
     h.parts.push_back(
@@ -206,6 +237,37 @@ VariableHandle ShardedVariable::handle() const {
 absl::StatusOr<Tensor> ShardedVariable::read_value() const {
   PSFLOW_ASSIGN_OR_RETURN(std::vector<Tensor> values, read_values({*this}));
   return std::move(values[0]);
+}
+
+absl::StatusOr<Tensor> ShardedVariable::get_item(const std::vector<TensorIndex>& index) const {
+  PSFLOW_RETURN_IF_ERROR(internal::check_valid(*this));
+  const ShardedState& s = *state_;
+  if (index.size() == 1 && std::holds_alternative<Tensor>(index[0].value())) {
+    // TF converts the whole variable for a bool mask.
+    PSFLOW_ASSIGN_OR_RETURN(Tensor full, read_value());
+    return psflow::get_item(full, index);
+  }
+  PSFLOW_ASSIGN_OR_RETURN(internal::ResolvedIndex r,
+                          internal::resolve_index(s.shape, index, "ShardedVariable: "));
+  if (s.shape.empty()) {
+    PSFLOW_ASSIGN_OR_RETURN(Tensor scalar, read_value());
+    return internal::take_elements(scalar, r);
+  }
+  // Fetch only the rows axis 0 takes, in the order it takes them, then
+  // index the fetched rows with axis 0 renumbered 0..k-1.
+  internal::ResolvedAxis* rows = nullptr;
+  for (internal::ResolvedAxis& a : r.axes) {
+    if (a.input_axis == 0) rows = &a;
+  }
+  std::vector<int64_t> ids = rows->indices;
+  Tensor fetched;
+  if (ids.empty()) {
+    fetched = Tensor(s.dtype, internal::with_rows(0, internal::row_shape(s.shape)));
+  } else {
+    PSFLOW_ASSIGN_OR_RETURN(fetched, embedding_lookup(*this, Tensor::from_vector<int64_t>(ids)));
+  }
+  for (size_t i = 0; i < rows->indices.size(); ++i) rows->indices[i] = static_cast<int64_t>(i);
+  return internal::take_elements(fetched, r);
 }
 
 absl::Status ShardedVariable::assign(const Tensor& value) const {
@@ -289,12 +351,18 @@ absl::StatusOr<Tensor> embedding_lookup(const ShardedVariable& params, const Ten
 
 absl::StatusOr<std::vector<Tensor>> read_values(absl::Span<const ShardedVariable> variables) {
   internal::RequestBatch batch;
+  // Inside cache_variable_reads(), parts read before in the scope are not
+  // requested again (slot -1) and their first value is used.
+  internal::ReadCache* cache = internal::current_read_cache();
   std::vector<std::vector<int>> slots(variables.size());
+  std::vector<std::vector<Tensor>> cached(variables.size());
   for (size_t v = 0; v < variables.size(); ++v) {
     PSFLOW_RETURN_IF_ERROR(internal::check_valid(variables[v]));
     for (const Variable& part : variables[v].variables()) {
       const internal::VariableState& ps = VariableAccess::state(part);
-      slots[v].push_back(batch.add(ps, internal::make_op(Op::READ, ps)));
+      std::optional<Tensor> hit = cache != nullptr ? cache->find(ps) : std::nullopt;
+      slots[v].push_back(hit.has_value() ? -1 : batch.add(ps, internal::make_op(Op::READ, ps)));
+      cached[v].push_back(hit.has_value() ? *std::move(hit) : Tensor());
     }
   }
   PSFLOW_ASSIGN_OR_RETURN(std::vector<Tensor> results, batch.run());
@@ -305,6 +373,10 @@ absl::StatusOr<std::vector<Tensor>> read_values(absl::Span<const ShardedVariable
     std::vector<Tensor> parts;
     parts.reserve(slots[v].size());
     for (size_t i = 0; i < slots[v].size(); ++i) {
+      if (slots[v][i] < 0) {
+        parts.push_back(cached[v][i]);
+        continue;
+      }
       Tensor t = std::move(results[static_cast<size_t>(slots[v][i])]);
       const Variable& part = var.variables()[i];
       if (t.dtype() != part.dtype() || t.shape() != part.shape()) {
@@ -314,6 +386,7 @@ absl::StatusOr<std::vector<Tensor>> read_values(absl::Span<const ShardedVariable
             av(dtype_name(part.dtype())), " ", shape_string(part.shape()),
             "; the task holds a different variable under this name (re-created elsewhere?)"));
       }
+      if (cache != nullptr) t = cache->put(VariableAccess::state(part), t);
       parts.push_back(std::move(t));
     }
     out.push_back(parts.size() == 1 ? std::move(parts[0]) : internal::concat_rows(parts));

@@ -63,12 +63,14 @@ absl::StatusOr<ShardedVariable> create_local(const Tensor* value, const Initiali
                        "strategy->create_variable()"));
     }
   }
+  PSFLOW_ASSIGN_OR_RETURN(internal::VariablePolicy policy,
+                          internal::policy_of(options, base_name(options)));
   const internal::PartitionPlan plan{{initial.shape.empty() ? 0 : initial.shape[0]}, false};
   const std::string name = internal::reserve_local_name(base_name(options), 0);
   return internal::create_parts(
       initial, name, plan,
       {{std::string(internal::kLocalJob), internal::kLocalTask, internal::local_variable_client()}},
-      kDefaultVariableTimeout);
+      kDefaultVariableTimeout, policy);
 }
 
 absl::StatusOr<ShardedVariable> create_in_current_scope(const Tensor* value,
@@ -155,6 +157,7 @@ absl::StatusOr<ShardedVariable> ParameterServerStrategy::create_impl(const Tenso
   PSFLOW_ASSIGN_OR_RETURN(internal::InitialValue initial,
                           internal::describe_initial_value(value, init));
   const std::string base = base_name(options);
+  PSFLOW_ASSIGN_OR_RETURN(internal::VariablePolicy policy, internal::policy_of(options, base));
   const internal::ThreadScopes& scopes = internal::thread_scopes();
   std::optional<ShardedVariable> colocate_with = std::move(options.colocate_with);
   if (!colocate_with.has_value() && scopes.colocation_owner == this) {
@@ -186,7 +189,7 @@ absl::StatusOr<ShardedVariable> ParameterServerStrategy::create_impl(const Tenso
       targets.push_back({std::string(kPsJob), task, ps_clients_[static_cast<size_t>(task)]});
     }
   }
-  return internal::create_parts(initial, name, plan, targets, timeout_);
+  return internal::create_parts(initial, name, plan, targets, timeout_, policy);
 }
 
 VariableClientLookup ParameterServerStrategy::client_lookup() const {

@@ -1,11 +1,14 @@
 // Variable: one stored variable on one task.
 #include "psflow/variable.h"
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "base/strings.h"
 #include "psflow/cluster_spec.h"
 #include "psflow/status_macros.h"
 #include "strategy/client_lookup.h"
+#include "strategy/read_cache.h"
+#include "strategy/replica_update.h"
 #include "strategy/request_batch.h"
 #include "strategy/rows.h"
 #include "strategy/variable_state.h"
@@ -64,9 +67,18 @@ absl::Status check_tensor(const Tensor& t, std::string_view what, const Variable
 absl::Status run_value_op(const Variable& v, Op::Kind kind, const Tensor& value) {
   PSFLOW_RETURN_IF_ERROR(internal::check_valid(v));
   PSFLOW_RETURN_IF_ERROR(check_tensor(value, Op::Kind_Name(kind), v));
-  VariableOpArgs op = internal::make_op(kind, VariableAccess::state(v));
-  op.value = value;
-  return run_one(v, std::move(op)).status();
+  auto direct = [&](const Tensor& t) {
+    VariableOpArgs op = internal::make_op(kind, VariableAccess::state(v));
+    op.value = t;
+    return run_one(v, std::move(op)).status();
+  };
+  const VariableState& s = VariableAccess::state(v);
+  if (std::optional<absl::Status> aggregated = internal::update_in_replica_context(
+          s.policy, s.name, s.dtype, s.shape, absl::AsciiStrToLower(Op::Kind_Name(kind)), value,
+          direct)) {
+    return *aggregated;
+  }
+  return direct(value);
 }
 
 absl::Status run_scatter(const Variable& v, Op::Kind kind, const IndexedSlices& delta) {
@@ -116,19 +128,37 @@ DType Variable::dtype() const { return state_ ? state_->dtype : DType::kInvalid;
 const Shape& Variable::shape() const { return state_ ? state_->shape : kNoShape; }
 const std::string& Variable::job() const { return state_ ? state_->job : kEmpty; }
 int Variable::task() const { return state_ ? state_->task : 0; }
+VariableAggregation Variable::aggregation() const {
+  return state_ ? state_->policy.aggregation : VariableAggregation::kNone;
+}
+VariableSynchronization Variable::synchronization() const {
+  return state_ ? state_->policy.synchronization : VariableSynchronization::kAuto;
+}
+bool Variable::trainable() const { return state_ ? state_->policy.trainable : true; }
 
 VariableHandle Variable::handle() const {
   VariableHandle h;
   h.name = name();
   h.dtype = dtype();
   h.shape = shape();
-  if (state_) h.parts.push_back({state_->job, state_->task, state_->name, state_->shape, 0});
+  if (state_) {
+    h.parts.push_back({state_->job, state_->task, state_->name, state_->shape, 0});
+    h.aggregation = state_->policy.aggregation;
+    h.synchronization = state_->policy.synchronization;
+    h.trainable = state_->policy.trainable;
+  }
   return h;
 }
 
 absl::StatusOr<Tensor> Variable::read_value() const {
   PSFLOW_RETURN_IF_ERROR(internal::check_valid(*this));
-  return run_one(*this, internal::make_op(Op::READ, *state_));
+  internal::ReadCache* cache = internal::current_read_cache();
+  if (cache != nullptr) {
+    if (std::optional<Tensor> cached = cache->find(*state_)) return *std::move(cached);
+  }
+  PSFLOW_ASSIGN_OR_RETURN(Tensor value, run_one(*this, internal::make_op(Op::READ, *state_)));
+  if (cache != nullptr) return cache->put(*state_, value);
+  return value;
 }
 
 absl::Status Variable::assign(const Tensor& value) const {

@@ -110,10 +110,31 @@ absl::StatusOr<PartitionPlan> plan_partitions(const Partitioner& partitioner, co
   return PartitionPlan{div_partition_sizes(rows, (*parts)[0]), true};
 }
 
+absl::StatusOr<VariablePolicy> policy_of(const VariableOptions& options, const std::string& name) {
+  VariablePolicy policy;
+  policy.aggregation = options.aggregation;
+  policy.synchronization = options.synchronization;
+  if (variable_aggregation_name(policy.aggregation).empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Invalid variable aggregation mode: ", static_cast<int>(policy.aggregation),
+                     " for variable: ", name,
+                     "; use NONE, SUM, MEAN or ONLY_FIRST_REPLICA (VariableAggregation)"));
+  }
+  if (variable_synchronization_name(policy.synchronization).empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Invalid variable synchronization mode: ", static_cast<int>(policy.synchronization),
+        " for variable: ", name,
+        "; use AUTO, NONE, ON_WRITE or ON_READ (VariableSynchronization)"));
+  }
+  policy.trainable =
+      options.trainable.value_or(policy.synchronization != VariableSynchronization::kOnRead);
+  return policy;
+}
+
 absl::StatusOr<ShardedVariable> create_parts(const InitialValue& initial, const std::string& name,
                                              const PartitionPlan& plan,
                                              const std::vector<PartTarget>& targets,
-                                             absl::Duration timeout) {
+                                             absl::Duration timeout, const VariablePolicy& policy) {
   PSFLOW_CHECK(targets.size() == plan.sizes.size(), "one target per part");
   if (plan.partitioned && initial.value != nullptr &&
       initial.value->num_elements() > kLargeValueElements) {
@@ -136,6 +157,7 @@ absl::StatusOr<ShardedVariable> create_parts(const InitialValue& initial, const 
     state->device = device_string(state->job, state->task);
     state->client = targets[i].client;
     state->timeout = timeout;
+    state->policy = policy;
     PSFLOW_ASSIGN_OR_RETURN(Tensor value, part_value(initial, state->shape, offset, state->name));
     VariableOpArgs op = make_op(v1::VariableOp::CREATE, *state);
     // The in-process store adopts a CREATE value's buffer; the coordinator's

@@ -14,6 +14,7 @@
 #include "ps/client/variable_client.h"
 #include "psflow/partitioners.h"
 #include "psflow/strategy.h"
+#include "strategy/variable_state.h"
 
 namespace psflow::internal {
 
@@ -45,6 +46,13 @@ struct PartitionPlan {
                                                             const Shape& shape, DType dtype,
                                                             const std::string& name);
 
+// The policy VariableOptions ask for: INVALID_ARGUMENT, with TF's
+// "Invalid variable aggregation mode: ... for variable: ..." (or
+// synchronization), for a value outside the enums. trainable defaults to
+// synchronization != kOnRead (TF's rule).
+[[nodiscard]] absl::StatusOr<VariablePolicy> policy_of(const VariableOptions& options,
+                                                       const std::string& name);
+
 // Where one part goes.
 struct PartTarget {
   std::string job;
@@ -59,7 +67,8 @@ struct PartTarget {
                                                            const std::string& name,
                                                            const PartitionPlan& plan,
                                                            const std::vector<PartTarget>& targets,
-                                                           absl::Duration timeout);
+                                                           absl::Duration timeout,
+                                                           const VariablePolicy& policy = {});
 
 // The target of a colocated variable: `with`'s only part.
 // INVALID_ARGUMENT for an empty or sharded `with`.

@@ -79,6 +79,12 @@ std::string part_where(const VariableHandle& h, size_t i) {
 
 absl::Status VariableHandle::validate() const {
   if (name.empty()) return bad("the variable name is empty");
+  if (variable_aggregation_name(aggregation).empty() ||
+      variable_synchronization_name(synchronization).empty()) {
+    return bad(absl::StrCat("variable '", name, "' has an invalid aggregation (",
+                            static_cast<int>(aggregation), ") or synchronization (",
+                            static_cast<int>(synchronization), ")"));
+  }
   if (dtype == DType::kInvalid || !is_valid_dtype(static_cast<int>(dtype))) {
     return bad(absl::StrCat("variable '", name, "' has no valid dtype"));
   }
@@ -130,11 +136,15 @@ Structure VariableHandle::to_structure() const {
                                           {"shape", shape_structure(p.shape)},
                                           {"offset", p.offset}}));
   }
-  return Structure::dict({{kMarker, kFormatVersion},
-                          {"name", name},
-                          {"dtype", std::string(dtype_name(dtype))},
-                          {"shape", shape_structure(shape)},
-                          {"parts", Structure::list(std::move(part_items))}});
+  return Structure::dict(
+      {{kMarker, kFormatVersion},
+       {"name", name},
+       {"dtype", std::string(dtype_name(dtype))},
+       {"shape", shape_structure(shape)},
+       {"parts", Structure::list(std::move(part_items))},
+       {"aggregation", std::string(variable_aggregation_name(aggregation))},
+       {"synchronization", std::string(variable_synchronization_name(synchronization))},
+       {"trainable", trainable}});
 }
 
 bool VariableHandle::is_handle(const Structure& s) {
@@ -159,6 +169,23 @@ absl::StatusOr<VariableHandle> VariableHandle::from_structure(const Structure& s
   h.dtype = *d;
   PSFLOW_ASSIGN_OR_RETURN(h.shape, shape_field(s, "handle"));
   const auto& fields = s.fields();
+  if (fields.contains("aggregation")) {
+    PSFLOW_ASSIGN_OR_RETURN(std::string a, string_field(s, "aggregation", "handle"));
+    auto parsed = variable_aggregation_from_name(a);
+    if (!parsed.ok()) return bad(std::string(parsed.status().message()));
+    h.aggregation = *parsed;
+  }
+  if (fields.contains("synchronization")) {
+    PSFLOW_ASSIGN_OR_RETURN(std::string y, string_field(s, "synchronization", "handle"));
+    auto parsed = variable_synchronization_from_name(y);
+    if (!parsed.ok()) return bad(std::string(parsed.status().message()));
+    h.synchronization = *parsed;
+  }
+  if (fields.contains("trainable")) {
+    PSFLOW_ASSIGN_OR_RETURN(const Structure* t,
+                            field(s, "trainable", Structure::Kind::kBool, "handle"));
+    h.trainable = t->bool_value();
+  }
   auto parts = fields.find("parts");
   if (parts == fields.end() || !parts->second.is_sequence()) {
     return bad(absl::StrCat("variable '", h.name, "' needs 'parts' as a list"));

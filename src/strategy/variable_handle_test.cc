@@ -77,6 +77,45 @@ TEST(VariableHandleTest, RejectsMalformedHandles) {
               HasSubstr("format version 2 is not supported"));
 }
 
+// Aggregation, synchronization and trainable travel in the handle (absent
+// fields read as NONE, AUTO, true; unknown names are refused).
+TEST(VariableHandleTest, CarriesTheVariablePolicy) {
+  VariableHandle h = sharded_handle();
+  h.aggregation = VariableAggregation::kOnlyFirstReplica;
+  h.synchronization = VariableSynchronization::kOnRead;
+  h.trainable = false;
+  auto decoded = decode_structure(encode_structure(h.to_structure()));
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  EXPECT_EQ(value_or_fail(VariableHandle::from_structure(*decoded)), h);
+
+  Structure::Fields fields = h.to_structure().fields();
+  fields.erase("aggregation");
+  fields.erase("synchronization");
+  fields.erase("trainable");
+  EXPECT_EQ(value_or_fail(VariableHandle::from_structure(Structure::dict(fields))),
+            sharded_handle());
+  fields = h.to_structure().fields();
+  fields["aggregation"] = Structure("MAX");
+  EXPECT_THAT(VariableHandle::from_structure(Structure::dict(fields)).status().message(),
+              HasSubstr("unknown variable aggregation 'MAX'"));
+  fields = h.to_structure().fields();
+  fields["synchronization"] = Structure(3);
+  EXPECT_EQ(VariableHandle::from_structure(Structure::dict(fields)).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  h.aggregation = static_cast<VariableAggregation>(7);
+  EXPECT_THAT(h.validate().message(), HasSubstr("invalid aggregation (7)"));
+
+  LocalPsCluster cluster(1);
+  ShardedVariable v = value_or_fail(cluster.strategy->create_variable(
+      Tensor::scalar(1.0f), {.name = "m",
+                             .aggregation = VariableAggregation::kMean,
+                             .synchronization = VariableSynchronization::kOnRead}));
+  EXPECT_EQ(v.handle().aggregation, VariableAggregation::kMean);
+  EXPECT_EQ(v.handle().synchronization, VariableSynchronization::kOnRead);
+  EXPECT_FALSE(v.handle().trainable);
+  EXPECT_EQ(v.variables()[0].handle().aggregation, VariableAggregation::kMean);
+}
+
 TEST(VariableHandleTest, HandlesOfCreatedVariables) {
   LocalPsCluster cluster(2, value_or_fail(fixed_shards_partitioner(2)));
   ShardedVariable w = value_or_fail(

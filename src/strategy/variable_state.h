@@ -12,9 +12,18 @@
 #include "absl/time/time.h"
 #include "ps/client/variable_client.h"
 #include "psflow/variable.h"
+#include "psflow/variable_policy.h"
 #include "strategy/shard_layout.h"
 
 namespace psflow::internal {
+
+// What VariableOptions said about replica updates (see variable_policy.h);
+// every part of a variable carries its container's.
+struct VariablePolicy {
+  VariableAggregation aggregation = VariableAggregation::kNone;
+  VariableSynchronization synchronization = VariableSynchronization::kAuto;
+  bool trainable = true;
+};
 
 // One stored variable: where it is and how to reach it.
 // Thread-safety: immutable after construction.
@@ -27,6 +36,7 @@ struct VariableState {
   std::string device;  // "/job:ps/replica:0/task:1/device:CPU:0"
   std::shared_ptr<VariableClient> client;
   absl::Duration timeout = kDefaultVariableTimeout;
+  VariablePolicy policy;
   // The keys of the scheduled closure this handle was bound to
   // (WorkerContext::variable / bind); null elsewhere. Updates made through
   // the handle carry them, so that a retried closure's updates apply once.
@@ -41,6 +51,7 @@ struct ShardedState {
   Shape shape;
   std::vector<Variable> parts;
   ShardLayout layout;
+  VariablePolicy policy;
 };
 
 // The handles' private parts, for this layer's implementation.
