@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -16,6 +17,7 @@
 #include "psflow/per_worker_resource.h"
 #include "psflow/remote_value.h"
 #include "psflow/structure.h"
+#include "psflow/task_state.h"
 #include "psflow/variable_handle.h"
 
 namespace psflow {
@@ -75,6 +77,21 @@ struct ClusterCoordinatorOptions {
   // what is waiting and each worker not answering, again every period
   // (TF's watchdog, which is off by default there); <= 0: off.
   absl::Duration watchdog_timeout = absl::Minutes(2);
+  // Where the watchdog writes every thread's stack of this process each
+  // time it reports a stall (a new file watchdog-stacks-<time>-<pid>.txt;
+  // its path ends the report), as TF's watchdog dumps them. Empty: no
+  // dump. `psflow train` sets its run directory.
+  std::string stack_dump_dir;
+  // Heartbeats behind get_task_states (TF's coordination service): every
+  // heartbeat_interval the coordinator asks each worker and ps task of the
+  // strategy's cluster for its status (GetStatus); a task that has not
+  // answered for heartbeat_timeout (TF's default: 10 s) is unavailable
+  // until it answers again. heartbeat_interval <= 0: no heartbeats (the
+  // states then say only whether the workers' dispatchers have lost them).
+  // In-process workers have no heartbeats either. heartbeat_timeout must be
+  // > 0 when heartbeats are on.
+  absl::Duration heartbeat_interval = absl::Seconds(1);
+  absl::Duration heartbeat_timeout = absl::Seconds(10);
   // When every worker has been lost for this long while closures are
   // queued, they fail with UNAVAILABLE naming the workers and their last
   // errors (join/schedule/done report it once, as any closure error),
@@ -190,6 +207,17 @@ class ClusterCoordinator {
   }
 
   [[nodiscard]] int num_workers() const;
+
+  // TF's coordination-service get_task_states: one state per task of the
+  // cluster, the workers (by index) then the ps tasks (by index), each OK
+  // while healthy or the error that made it unavailable, naming the task
+  // (see psflow/task_state.h). Driven by heartbeats (heartbeat_interval);
+  // a worker without heartbeats (in-process, or heartbeats off) is
+  // unavailable while its dispatcher has lost it (a failed run, until a
+  // probe answers). TF returns None for a healthy task; here the status is
+  // OK. The watchdog's report includes the unhealthy ones. Never blocks on
+  // the network.
+  [[nodiscard]] std::vector<TaskState> get_task_states() const;
 
  private:
   friend struct internal::CoordinatorAccess;

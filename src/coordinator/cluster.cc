@@ -1,11 +1,14 @@
 #include "coordinator/cluster.h"
 
+#include <algorithm>
 #include <limits>
 #include <utility>
 
 #include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "base/strings.h"
+#include "base/thread_stacks.h"
 #include "coordinator/closure.h"
 #include "coordinator/remote_structure_walk.h"
 #include "psflow/status_macros.h"
@@ -13,7 +16,8 @@
 namespace psflow::internal {
 
 Cluster::Cluster(std::vector<std::unique_ptr<WorkerConnection>> workers,
-                 const ClusterCoordinatorOptions& options)
+                 const ClusterCoordinatorOptions& options,
+                 std::vector<TaskHeartbeats::Task> heartbeats)
     : registry_(options.registry != nullptr ? *options.registry : FunctionRegistry::global()),
       session_(absl::Uniform<uint64_t>(absl::BitGen(), 1, std::numeric_limits<uint64_t>::max())),
       queue_(std::make_shared<ClosureQueue>(options.max_queued_closures,
@@ -26,9 +30,20 @@ Cluster::Cluster(std::vector<std::unique_ptr<WorkerConnection>> workers,
         options.same_worker_chaining ? session_ : 0));
   }
   for (auto& dispatcher : dispatchers_) dispatcher->start();
+  if (options.heartbeat_interval > absl::ZeroDuration() && !heartbeats.empty()) {
+    TaskHeartbeats::Options beats;
+    beats.interval = options.heartbeat_interval;
+    beats.timeout = options.heartbeat_timeout;
+    heartbeats_ = std::make_unique<TaskHeartbeats>(std::move(heartbeats), beats);
+  }
   CoordinatorWatchdog::Options watchdog;
   watchdog.stall_timeout = options.watchdog_timeout;
   watchdog.all_workers_lost_timeout = options.all_workers_lost_timeout;
+  if (!options.stack_dump_dir.empty()) {
+    watchdog.dump_stacks = [dir = options.stack_dump_dir] {
+      return write_thread_stacks(dir, "watchdog-stacks");
+    };
+  }
   watchdog_ = std::make_unique<CoordinatorWatchdog>(
       watchdog, [this] { return watchdog_snapshot(); },
       [this](const absl::Status& error) { (void)queue_->abort_queued(error); });
@@ -47,7 +62,41 @@ WatchdogSnapshot Cluster::watchdog_snapshot() const {
     w.last_error = health.last_error;
     s.workers.push_back(std::move(w));
   }
+  s.tasks = task_states(absl::Now());
   return s;
+}
+
+std::vector<TaskState> Cluster::task_states(absl::Time now) const {
+  std::vector<TaskState> beats;
+  if (heartbeats_ != nullptr) beats = heartbeats_->states(now);
+  std::vector<bool> used(beats.size(), false);
+  std::vector<TaskState> out;
+  for (const auto& dispatcher : dispatchers_) {
+    const std::string name = dispatcher->task_name();
+    const auto it = std::find_if(beats.begin(), beats.end(),
+                                 [&](const TaskState& b) { return b.task == name; });
+    if (it != beats.end()) {
+      used[it - beats.begin()] = true;
+      out.push_back(*it);
+      continue;
+    }
+    // No heartbeats: what its dispatcher knows.
+    const WorkerDispatcher::Health health = dispatcher->health();
+    TaskState state{name, absl::OkStatus(), 0, 0};
+    if (health.lost_since.has_value()) {
+      state.error = absl::UnavailableError(absl::StrCat(
+          "Task ", name, " is not answering (lost for ",
+          absl::FormatDuration(absl::Trunc(now - *health.lost_since, absl::Milliseconds(100))),
+          health.last_error.ok() ? ""
+                                 : absl::StrCat("; last error: ", health.last_error.ToString()),
+          ")"));
+    }
+    out.push_back(std::move(state));
+  }
+  for (size_t i = 0; i < beats.size(); ++i) {
+    if (!used[i]) out.push_back(std::move(beats[i]));
+  }
+  return out;
 }
 
 Cluster::~Cluster() {

@@ -12,6 +12,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "coordinator/closure_queue.h"
+#include "coordinator/task_heartbeats.h"
 #include "coordinator/watchdog.h"
 #include "coordinator/worker_connection.h"
 #include "coordinator/worker_dispatcher.h"
@@ -25,8 +26,12 @@ namespace psflow::internal {
 class Cluster {
  public:
   // `workers` non-empty, none null (checked by ClusterCoordinator::create).
+  // `heartbeats`: the tasks get_task_states follows by heartbeats (when
+  // options.heartbeat_interval > 0); a worker among them is named as its
+  // connection's task_name().
   Cluster(std::vector<std::unique_ptr<WorkerConnection>> workers,
-          const ClusterCoordinatorOptions& options);
+          const ClusterCoordinatorOptions& options,
+          std::vector<TaskHeartbeats::Task> heartbeats = {});
   // Cancels what is queued, stops what runs, waits for it, ends the threads.
   ~Cluster();
   Cluster(const Cluster&) = delete;
@@ -40,6 +45,8 @@ class Cluster {
   void cancel(const absl::Status& reason) { (void)queue_->abort_queued(reason); }
   [[nodiscard]] int64_t closures_in_doubt() const { return queue_->num_in_doubt(); }
   [[nodiscard]] int num_workers() const { return static_cast<int>(dispatchers_.size()); }
+  // ClusterCoordinator::get_task_states at `now`.
+  [[nodiscard]] std::vector<TaskState> task_states(absl::Time now) const;
 
  private:
   void cancel_running();
@@ -52,6 +59,7 @@ class Cluster {
   std::atomic<uint64_t> next_closure_id_{1};
   std::shared_ptr<ClosureQueue> queue_;
   std::vector<std::unique_ptr<WorkerDispatcher>> dispatchers_;
+  std::unique_ptr<TaskHeartbeats> heartbeats_;  // null: none
   // Last member: stopped before anything it looks at goes away.
   std::unique_ptr<CoordinatorWatchdog> watchdog_;
 };

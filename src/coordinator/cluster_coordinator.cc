@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "coordinator/cluster.h"
 #include "coordinator/cluster_coordinator_internal.h"
 #include "coordinator/grpc_worker_connection.h"
@@ -14,6 +15,7 @@
 namespace psflow {
 
 using internal::Cluster;
+using internal::CoordinatorAccess;
 using internal::InProcessWorker;
 using internal::make_grpc_worker_connection;
 using internal::resolve_remote_values;
@@ -49,11 +51,27 @@ absl::StatusOr<std::unique_ptr<ClusterCoordinator>> ClusterCoordinator::create(
     PSFLOW_ASSIGN_OR_RETURN(std::string address, spec.task_address(kWorkerJob, index));
     workers.push_back(make_grpc_worker_connection(address, index, options.worker_timeout));
   }
-  return internal::create_coordinator(std::move(workers), std::move(options));
+  std::vector<internal::TaskHeartbeats::Task> heartbeats;
+  for (const std::string_view job : {kWorkerJob, kPsJob}) {
+    for (int index : spec.task_indices(job)) {
+      PSFLOW_ASSIGN_OR_RETURN(std::string address, spec.task_address(job, index));
+      heartbeats.push_back(internal::heartbeat_task(address, job, index));
+    }
+  }
+  return CoordinatorAccess::create(std::move(workers), std::move(options), std::move(heartbeats));
 }
 
 absl::StatusOr<std::unique_ptr<ClusterCoordinator>> internal::CoordinatorAccess::create(
-    std::vector<std::unique_ptr<WorkerConnection>> workers, ClusterCoordinatorOptions options) {
+    std::vector<std::unique_ptr<WorkerConnection>> workers, ClusterCoordinatorOptions options,
+    std::vector<internal::TaskHeartbeats::Task> heartbeats) {
+  if (options.heartbeat_interval > absl::ZeroDuration() &&
+      options.heartbeat_timeout <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("ClusterCoordinatorOptions::heartbeat_timeout must be > 0 while heartbeats "
+                     "are on (heartbeat_interval ",
+                     absl::FormatDuration(options.heartbeat_interval), "); it is ",
+                     absl::FormatDuration(options.heartbeat_timeout), "."));
+  }
   if (workers.empty()) {
     return absl::InvalidArgumentError("A ClusterCoordinator needs at least one worker.");
   }
@@ -62,8 +80,8 @@ absl::StatusOr<std::unique_ptr<ClusterCoordinator>> internal::CoordinatorAccess:
       return absl::InvalidArgumentError(absl::StrCat("Worker connection ", i, " is null."));
     }
   }
-  return std::unique_ptr<ClusterCoordinator>(
-      new ClusterCoordinator(std::make_unique<Cluster>(std::move(workers), options)));
+  return std::unique_ptr<ClusterCoordinator>(new ClusterCoordinator(
+      std::make_unique<Cluster>(std::move(workers), options, std::move(heartbeats))));
 }
 
 absl::StatusOr<std::unique_ptr<ClusterCoordinator>> internal::create_coordinator(
@@ -108,5 +126,9 @@ absl::StatusOr<std::vector<Structure>> ClusterCoordinator::fetch(
 }
 
 int ClusterCoordinator::num_workers() const { return cluster_->num_workers(); }
+
+std::vector<TaskState> ClusterCoordinator::get_task_states() const {
+  return cluster_->task_states(absl::Now());
+}
 
 }  // namespace psflow

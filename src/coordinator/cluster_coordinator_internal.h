@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "coordinator/task_heartbeats.h"
 #include "coordinator/worker_connection.h"
 #include "psflow/cluster_coordinator.h"
 
@@ -15,8 +16,10 @@ namespace psflow::internal {
 
 // Thread-safety: stateless.
 struct CoordinatorAccess {
+  // `heartbeats`: see Cluster.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<ClusterCoordinator>> create(
-      std::vector<std::unique_ptr<WorkerConnection>> workers, ClusterCoordinatorOptions options);
+      std::vector<std::unique_ptr<WorkerConnection>> workers, ClusterCoordinatorOptions options,
+      std::vector<TaskHeartbeats::Task> heartbeats = {});
 };
 
 // One connection per worker, index = position. INVALID_ARGUMENT for no

@@ -310,5 +310,27 @@ TEST(ClusterCoordinatorCreateTest, RejectsNoWorkers) {
             absl::StatusCode::kInvalidArgument);
 }
 
+TEST(ClusterCoordinatorCreateTest, RejectsHeartbeatsWithoutATimeout) {
+  ClusterCoordinatorOptions options;
+  options.heartbeat_timeout = absl::ZeroDuration();
+  const absl::Status refused = ClusterCoordinator::create_in_process(1, options).status();
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(refused.message(), HasSubstr("heartbeat_timeout must be > 0"));
+  options.heartbeat_interval = absl::ZeroDuration();  // heartbeats off: fine
+  EXPECT_TRUE(ClusterCoordinator::create_in_process(1, options).ok());
+}
+
+// In-process workers have no heartbeats: each is healthy while its
+// dispatcher has not lost it, in worker order.
+TEST(ClusterCoordinatorTaskStatesTest, InProcessWorkersAreHealthyInOrder) {
+  auto coordinator = ClusterCoordinator::create_in_process(2);
+  ASSERT_TRUE(coordinator.ok()) << coordinator.status();
+  const std::vector<TaskState> states = (*coordinator)->get_task_states();
+  ASSERT_EQ(states.size(), 2u);
+  EXPECT_EQ(states[0].task, "/job:worker/replica:0/task:0");
+  EXPECT_EQ(states[1].task, "/job:worker/replica:0/task:1");
+  for (const TaskState& s : states) EXPECT_TRUE(s.healthy()) << s.error;
+}
+
 }  // namespace
 }  // namespace psflow::internal

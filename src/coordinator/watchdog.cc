@@ -36,10 +36,21 @@ std::string describe_waiting(const WatchdogSnapshot& s, absl::Time now) {
     lost.push_back(absl::StrCat(w.task_name, " (lost for ", seconds(now - *w.lost_since),
                                 w.last_error.ok() ? "" : ": ", w.last_error.ToString(), ")"));
   }
+  std::vector<std::string> unhealthy;
+  for (const TaskState& t : s.tasks) {
+    if (!t.healthy()) unhealthy.push_back(t.error.ToString());
+  }
+  std::string tasks;
+  if (!s.tasks.empty()) {
+    tasks = unhealthy.empty()
+                ? absl::StrCat("; task states: all ", s.tasks.size(), " healthy")
+                : absl::StrCat("; task states: ", unhealthy.size(), " of ", s.tasks.size(),
+                               " unhealthy: ", absl::StrJoin(unhealthy, "; "));
+  }
   return absl::StrCat(
       s.queued, " closure(s) queued and ", s.in_flight, " running; ",
       s.workers.size() - lost.size(), " of ", s.workers.size(), " worker(s) answering",
-      lost.empty() ? "" : absl::StrCat("; not answering: ", absl::StrJoin(lost, ", ")));
+      lost.empty() ? "" : absl::StrCat("; not answering: ", absl::StrJoin(lost, ", ")), tasks);
 }
 
 CoordinatorWatchdog::CoordinatorWatchdog(Options options,
@@ -105,6 +116,12 @@ std::optional<std::string> CoordinatorWatchdog::check(absl::Time now) {
       std::string message = absl::StrCat("no closure has finished for ",
                                          seconds(now - std::max(s.last_finish, *busy_since_)), ": ",
                                          describe_waiting(s, now));
+      if (options_.dump_stacks) {
+        const absl::StatusOr<std::string> path = options_.dump_stacks();
+        absl::StrAppend(&message, path.ok()
+                                      ? "; thread stacks written to " + *path
+                                      : "; thread stacks not written: " + path.status().ToString());
+      }
       PSFLOW_LOG(Warning, "watchdog: ", message);
       return message;
     }

@@ -22,8 +22,10 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
+#include "psflow/task_state.h"
 
 namespace psflow::internal {
 
@@ -40,6 +42,7 @@ struct WatchdogSnapshot {
   int64_t in_flight = 0;
   absl::Time last_finish;  // when a closure last finished or failed
   std::vector<Worker> workers;
+  std::vector<TaskState> tasks;  // ClusterCoordinator::get_task_states
 };
 
 // Thread-safety: thread-safe; the callbacks run on the watchdog's thread.
@@ -50,6 +53,9 @@ class CoordinatorWatchdog {
     absl::Duration all_workers_lost_timeout = absl::Hours(1);  // <= 0: never
     // False: no thread; the owner (a test) calls check() itself.
     bool start_thread = true;
+    // Called at each stall report: writes the thread stacks and returns
+    // the file's path. Null: no dump.
+    std::function<absl::StatusOr<std::string>()> dump_stacks;
   };
   // `snapshot` is called at every check; `abort_queued(error)` fails the
   // queued closures. Starts checking at once.
@@ -78,8 +84,9 @@ class CoordinatorWatchdog {
   std::thread thread_;
 };
 
-// The watchdog's message for `s` at `now`: counts and each lost worker
-// with how long it has been lost and its last error.
+// The watchdog's message for `s` at `now`: counts, each lost worker with
+// how long it has been lost and its last error, and the tasks whose state
+// is not healthy.
 [[nodiscard]] std::string describe_waiting(const WatchdogSnapshot& s, absl::Time now);
 
 }  // namespace psflow::internal

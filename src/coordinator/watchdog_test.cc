@@ -18,11 +18,13 @@ struct Fixture {
   WatchdogSnapshot snapshot;
   int aborts = 0;
   absl::Status abort_error;
+  std::function<absl::StatusOr<std::string>()> dump_stacks;
   std::unique_ptr<CoordinatorWatchdog> make(absl::Duration stall, absl::Duration lost) {
     CoordinatorWatchdog::Options options;
     options.stall_timeout = stall;
     options.all_workers_lost_timeout = lost;
     options.start_thread = false;
+    options.dump_stacks = dump_stacks;
     return std::make_unique<CoordinatorWatchdog>(
         options, [this] { return snapshot; },
         [this](const absl::Status& e) {
@@ -67,6 +69,45 @@ TEST(WatchdogTest, StallIsReportedOncePerPeriodNamingLostWorkers) {
   EXPECT_EQ(dog->check(kT0 + absl::Seconds(31)), std::nullopt);
   EXPECT_TRUE(dog->check(kT0 + absl::Seconds(32)).has_value());
   EXPECT_EQ(f.aborts, 0);  // a report never fails anything
+}
+
+TEST(WatchdogTest, StallReportNamesUnhealthyTasksAndTheStackDump) {
+  Fixture f;
+  f.snapshot.queued = 1;
+  f.snapshot.last_finish = kT0;
+  f.snapshot.workers = {answering("/job:worker/replica:0/task:0")};
+  f.snapshot.tasks = {
+      TaskState{"/job:worker/replica:0/task:0", absl::OkStatus(), 0},
+      TaskState{"/job:ps/replica:0/task:0",
+                absl::UnavailableError("Task /job:ps/replica:0/task:0 heartbeat timeout"), 0}};
+  int dumps = 0;
+  f.dump_stacks = [&dumps]() -> absl::StatusOr<std::string> {
+    ++dumps;
+    return std::string("/runs/a/watchdog-stacks-1.txt");
+  };
+  auto dog = f.make(absl::Seconds(10), absl::ZeroDuration());
+  EXPECT_EQ(dog->check(kT0), std::nullopt);
+  EXPECT_EQ(dumps, 0);  // only when the report fires
+  std::optional<std::string> w = dog->check(kT0 + absl::Seconds(10));
+  ASSERT_TRUE(w.has_value());
+  EXPECT_THAT(*w, HasSubstr("task states: 1 of 2 unhealthy: UNAVAILABLE: Task "
+                            "/job:ps/replica:0/task:0 heartbeat timeout"));
+  EXPECT_THAT(*w, HasSubstr("; thread stacks written to /runs/a/watchdog-stacks-1.txt"));
+  EXPECT_EQ(dumps, 1);
+  // Every report dumps again; a failed dump is said, not fatal.
+  f.snapshot.tasks.pop_back();
+  f.dump_stacks = nullptr;
+  auto failing = [&]() -> absl::StatusOr<std::string> {
+    return absl::NotFoundError("cannot create /gone/watchdog-stacks-2.txt");
+  };
+  Fixture g = f;
+  g.dump_stacks = failing;
+  auto dog2 = g.make(absl::Seconds(10), absl::ZeroDuration());
+  EXPECT_EQ(dog2->check(kT0), std::nullopt);
+  std::optional<std::string> w2 = dog2->check(kT0 + absl::Seconds(10));
+  ASSERT_TRUE(w2.has_value());
+  EXPECT_THAT(*w2, HasSubstr("task states: all 1 healthy"));
+  EXPECT_THAT(*w2, HasSubstr("; thread stacks not written: NOT_FOUND: cannot create /gone/"));
 }
 
 TEST(WatchdogTest, QueuedClosuresFailWhenEveryWorkerIsLostLongEnough) {

@@ -22,6 +22,7 @@ namespace {
 
 using ::psflow::internal::testing::Gate;
 using ::psflow::internal::testing::kTestTimeout;
+using ::testing::HasSubstr;
 
 // Decides, per run, the transport error to fake (OK: run normally). May
 // block: it runs on the connection's own thread.
@@ -249,6 +250,15 @@ TEST_F(WorkerFailureTest, ALostWorkerGetsNoClosureUntilItAnswersAProbe) {
                                     kTestTimeout));
     EXPECT_TRUE(first_failure_done);
     EXPECT_EQ(worker0_runs.load(), 0);
+    // Without heartbeats (not a gRPC cluster) the task states are the
+    // dispatchers' view: worker 0 lost, naming it and its last error.
+    const std::vector<TaskState> states = c->get_task_states();
+    EXPECT_EQ(states.size(), 2u);
+    EXPECT_EQ(states[0].error.code(), absl::StatusCode::kUnavailable);
+    EXPECT_THAT(states[0].error.message(),
+                HasSubstr("Task /job:worker/replica:0/task:0 is not answering"));
+    EXPECT_THAT(states[0].error.message(), HasSubstr("last error: UNAVAILABLE"));
+    EXPECT_TRUE(states[1].healthy()) << states[1].error;
     worker0_back = true;
     // The next probe (within the 5 s backoff bound) finds it back.
     const int probes_before = probes;
@@ -264,6 +274,7 @@ TEST_F(WorkerFailureTest, ALostWorkerGetsNoClosureUntilItAnswersAProbe) {
     ASSERT_TRUE(c->join().ok());
   }
   EXPECT_GT(worker0_runs.load(), 0);
+  EXPECT_TRUE(c->get_task_states()[0].healthy());
 }
 
 // Nothing waits forever: when every worker is lost (runs fail, probes

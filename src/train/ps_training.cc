@@ -16,6 +16,7 @@
 #include "train/data_check.h"
 #include "train/epoch_closures.h"
 #include "train/run_files.h"
+#include "train/status_endpoint.h"
 #include "train/step_config.h"
 
 namespace psflow::internal {
@@ -98,7 +99,8 @@ class PsTraining final : public TrainingSession {
   std::vector<ShardedVariable> variables_;
   std::optional<Optimizer> optimizer_;
   std::unique_ptr<ClusterCoordinator> coordinator_;
-  std::optional<RemoteStructure> args_;  // every closure's
+  std::unique_ptr<StatusEndpoint> status_;  // before coordinator_ in destruction
+  std::optional<RemoteStructure> args_;     // every closure's
   // What every closure carries (settings_.to_structure): args_ with
   // steps_per_execution steps, last_args_ with the last_args_steps_ left at
   // the end of an epoch whose steps are not a multiple of it.
@@ -126,7 +128,15 @@ absl::Status PsTraining::start(absl::Time start) {
                             Optimizer::create(optimizer_config, options_.learning_rate));
     optimizer_.emplace(std::move(optimizer));
   }
-  PSFLOW_ASSIGN_OR_RETURN(coordinator_, ClusterCoordinator::create(*strategy_));
+  ClusterCoordinatorOptions coordinator_options;
+  // The watchdog's thread stacks go to the run directory.
+  coordinator_options.stack_dump_dir = options_.run_dir;
+  PSFLOW_ASSIGN_OR_RETURN(coordinator_,
+                          ClusterCoordinator::create(*strategy_, coordinator_options));
+  if (!options_.run_dir.empty()) {
+    // `psflow status --run-dir` reads the task states from here.
+    PSFLOW_ASSIGN_OR_RETURN(status_, StatusEndpoint::start(*coordinator_, options_.run_dir));
+  }
   if (options_.stop != nullptr) {
     cancel_on_stop_ =
         options_.stop->on_stop([coordinator = coordinator_.get()](const absl::Status& reason) {
