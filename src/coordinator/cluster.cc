@@ -1,7 +1,10 @@
 #include "coordinator/cluster.h"
 
+#include <algorithm>
 #include <limits>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
@@ -26,6 +29,12 @@ Cluster::Cluster(std::vector<std::unique_ptr<WorkerConnection>> workers,
         options.same_worker_chaining ? session_ : 0));
   }
   for (auto& dispatcher : dispatchers_) dispatcher->start();
+  per_worker_ = std::make_shared<PerWorkerRegistry>(
+      num_workers(), static_cast<size_t>(std::max(1, options.per_worker_dispose_batch_size)),
+      [this](int worker, const std::vector<std::string>& ids) {
+        return dispatchers_[static_cast<size_t>(worker)]->dispose_per_worker(ids);
+      });
+  per_worker_->start();
   CoordinatorWatchdog::Options watchdog;
   watchdog.stall_timeout = options.watchdog_timeout;
   watchdog.all_workers_lost_timeout = options.all_workers_lost_timeout;
@@ -59,6 +68,15 @@ Cluster::~Cluster() {
   // another coordinator) may still reach cancel_running(); the dispatchers
   // must outlive them.
   queue_->await_no_in_flight();
+  // Every closure has ended: the workers drop this coordinator's
+  // per-worker objects, through the connections the dispatchers still own.
+  per_worker_->stop();
+}
+
+absl::Status Cluster::join() {
+  absl::Status status = queue_->wait();
+  per_worker_->flush();
+  return status;
 }
 
 absl::StatusOr<RemoteValue> Cluster::schedule(std::string_view function_name,
@@ -73,8 +91,11 @@ absl::StatusOr<RemoteValue> Cluster::schedule(std::string_view function_name,
     return false;
   });
   PSFLOW_RETURN_IF_ERROR(empty_input);
+  PSFLOW_ASSIGN_OR_RETURN(std::vector<std::shared_ptr<const PerWorkerLease>> pins,
+                          per_worker_->pin(args));
   auto closure = std::make_shared<Closure>(next_closure_id_.fetch_add(1, std::memory_order_relaxed),
                                            function->name, std::move(args));
+  closure->set_pins(std::move(pins));
   RemoteValue output = closure->output();
   PSFLOW_RETURN_IF_ERROR(queue_->put(std::move(closure)));
   return output;

@@ -12,6 +12,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "coordinator/closure_queue.h"
+#include "coordinator/per_worker_registry.h"
 #include "coordinator/watchdog.h"
 #include "coordinator/worker_connection.h"
 #include "coordinator/worker_dispatcher.h"
@@ -34,12 +35,16 @@ class Cluster {
 
   [[nodiscard]] absl::StatusOr<RemoteValue> schedule(std::string_view function_name,
                                                      RemoteStructure args);
-  [[nodiscard]] absl::Status join() { return queue_->wait(); }
+  // join() also sends the releases of per-worker objects queued so far.
+  [[nodiscard]] absl::Status join();
   [[nodiscard]] absl::StatusOr<bool> done() { return queue_->done(); }
   // ClusterCoordinator::cancel and closures_in_doubt.
   void cancel(const absl::Status& reason) { (void)queue_->abort_queued(reason); }
   [[nodiscard]] int64_t closures_in_doubt() const { return queue_->num_in_doubt(); }
   [[nodiscard]] int num_workers() const { return static_cast<int>(dispatchers_.size()); }
+  // Issues the ids of this coordinator's per-worker handles and releases
+  // them on the workers once unused.
+  [[nodiscard]] const std::shared_ptr<PerWorkerRegistry>& per_worker() const { return per_worker_; }
 
  private:
   void cancel_running();
@@ -52,6 +57,8 @@ class Cluster {
   std::atomic<uint64_t> next_closure_id_{1};
   std::shared_ptr<ClosureQueue> queue_;
   std::vector<std::unique_ptr<WorkerDispatcher>> dispatchers_;
+  // Sends through dispatchers_; stopped in the destructor before they go.
+  std::shared_ptr<PerWorkerRegistry> per_worker_;
   // Last member: stopped before anything it looks at goes away.
   std::unique_ptr<CoordinatorWatchdog> watchdog_;
 };

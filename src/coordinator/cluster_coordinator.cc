@@ -10,6 +10,7 @@
 #include "coordinator/remote_structure_walk.h"
 #include "psflow/status_macros.h"
 #include "psflow/strategy.h"
+#include "worker/per_worker_lease.h"
 
 namespace psflow {
 
@@ -62,6 +63,12 @@ absl::StatusOr<std::unique_ptr<ClusterCoordinator>> internal::CoordinatorAccess:
       return absl::InvalidArgumentError(absl::StrCat("Worker connection ", i, " is null."));
     }
   }
+  if (options.per_worker_dispose_batch_size < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("ClusterCoordinatorOptions::per_worker_dispose_batch_size must be at least "
+                     "1; got ",
+                     options.per_worker_dispose_batch_size, "."));
+  }
   return std::unique_ptr<ClusterCoordinator>(
       new ClusterCoordinator(std::make_unique<Cluster>(std::move(workers), options)));
 }
@@ -108,5 +115,19 @@ absl::StatusOr<std::vector<Structure>> ClusterCoordinator::fetch(
 }
 
 int ClusterCoordinator::num_workers() const { return cluster_->num_workers(); }
+
+absl::StatusOr<PerWorkerDataset> ClusterCoordinator::create_per_worker_dataset(
+    std::string_view dataset_fn, Structure args) const {
+  PSFLOW_ASSIGN_OR_RETURN(PerWorkerDataset dataset,
+                          PerWorkerDataset::create(std::string(dataset_fn), std::move(args)));
+  return internal::PerWorkerAccess::bind(std::move(dataset), cluster_->per_worker());
+}
+
+absl::StatusOr<PerWorkerResource> ClusterCoordinator::create_per_worker_resource(
+    std::string_view resource_fn, Structure args) const {
+  PSFLOW_ASSIGN_OR_RETURN(PerWorkerResource resource,
+                          PerWorkerResource::create(std::string(resource_fn), std::move(args)));
+  return internal::PerWorkerAccess::bind(resource, *cluster_->per_worker());
+}
 
 }  // namespace psflow

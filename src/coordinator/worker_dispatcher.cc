@@ -6,7 +6,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/logging.h"
+#include "coordinator/closure_errors.h"
 #include "rpc/grpc_status.h"
+#include "worker/per_worker_objects.h"
 
 namespace psflow::internal {
 namespace {
@@ -15,6 +17,8 @@ constexpr absl::Duration kFirstProbeBackoff = absl::Milliseconds(100);
 constexpr absl::Duration kMaxProbeBackoff = absl::Seconds(5);
 // One probe call's bound: short, so that join() is never held up long.
 constexpr absl::Duration kProbeTimeout = absl::Seconds(1);
+// A release of per-worker objects is short; join() waits for it.
+constexpr absl::Duration kDisposeTimeout = absl::Seconds(5);
 
 }  // namespace
 
@@ -156,6 +160,10 @@ void WorkerDispatcher::on_run_done(const std::shared_ptr<Closure>& closure, bool
       queue_->mark_failed(closure, std::move(result.transport));
     }
   } else {
+    if (!result.output.ok() && is_per_worker_input_error(result.output.status())) {
+      result.output = per_worker_input_error(closure->function_name(), connection_->task_name(),
+                                             result.output.status());
+    }
     if (!result.output.ok()) {
       // Cancellations follow an earlier error, which was logged.
       if (!absl::IsCancelled(result.output.status())) {
@@ -178,6 +186,17 @@ void WorkerDispatcher::on_run_done(const std::shared_ptr<Closure>& closure, bool
 WorkerDispatcher::Health WorkerDispatcher::health() const {
   absl::MutexLock lock(&mu_);
   return Health{lost_since_, last_error_};
+}
+
+absl::Status WorkerDispatcher::dispose_per_worker(const std::vector<std::string>& ids) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (lost_since_.has_value()) {
+      return absl::UnavailableError(
+          absl::StrCat(connection_->task_name(), " is lost: ", last_error_.message()));
+    }
+  }
+  return connection_->dispose_per_worker(ids, absl::Now() + kDisposeTimeout);
 }
 
 void WorkerDispatcher::await_recovery() {

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_set.h"
@@ -71,6 +72,12 @@ class WorkerDispatcher {
     absl::Status last_error;
   };
   [[nodiscard]] Health health() const ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Releases per-worker objects on the worker (WorkerConnection::
+  // dispose_per_worker), bounded to a few seconds; UNAVAILABLE at once
+  // while the worker is lost.
+  [[nodiscard]] absl::Status dispose_per_worker(const std::vector<std::string>& ids)
+      ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   void loop();
