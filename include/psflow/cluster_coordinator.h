@@ -85,6 +85,14 @@ struct ClusterCoordinatorOptions {
   // released on the workers in batches of this many (TFF's
   // dispose_batch_size), and at every join(); at least 1.
   int per_worker_dispose_batch_size = 20;
+  // Staggered start (TF's TF_COORDINATOR_SCHEDULE_START_DELAY and
+  // _START_DELAY_MAX): worker i takes its first closure only
+  // schedule_start_delay * i after the coordinator starts, capped at
+  // schedule_start_delay_max when that is positive, so that a large job's
+  // workers do not all pull the parameters at the same moment. Zero (the
+  // default) starts every worker at once; negative durations are refused.
+  absl::Duration schedule_start_delay = absl::ZeroDuration();
+  absl::Duration schedule_start_delay_max = absl::ZeroDuration();
 };
 
 // Runs closures (a registered function and its arguments) on a pool of

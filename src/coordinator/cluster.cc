@@ -14,6 +14,17 @@
 #include "psflow/status_macros.h"
 
 namespace psflow::internal {
+namespace {
+
+// TF's Worker._maybe_delay: delay * index, capped when the cap is set.
+absl::Duration start_delay(const ClusterCoordinatorOptions& options, int worker_index) {
+  const absl::Duration delay = options.schedule_start_delay * worker_index;
+  return options.schedule_start_delay_max > absl::ZeroDuration()
+             ? std::min(delay, options.schedule_start_delay_max)
+             : delay;
+}
+
+}  // namespace
 
 Cluster::Cluster(std::vector<std::unique_ptr<WorkerConnection>> workers,
                  const ClusterCoordinatorOptions& options)
@@ -26,7 +37,7 @@ Cluster::Cluster(std::vector<std::unique_ptr<WorkerConnection>> workers,
     dispatchers_.push_back(std::make_unique<WorkerDispatcher>(
         static_cast<int>(i), std::move(workers[i]), queue_, options.max_in_flight_per_worker,
         options.max_worker_failures_per_closure, options.exactly_once ? session_ : 0,
-        options.same_worker_chaining ? session_ : 0));
+        options.same_worker_chaining ? session_ : 0, start_delay(options, static_cast<int>(i))));
   }
   for (auto& dispatcher : dispatchers_) dispatcher->start();
   per_worker_ = std::make_shared<PerWorkerRegistry>(

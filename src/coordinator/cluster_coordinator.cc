@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "coordinator/cluster.h"
 #include "coordinator/cluster_coordinator_internal.h"
 #include "coordinator/grpc_worker_connection.h"
@@ -62,6 +63,14 @@ absl::StatusOr<std::unique_ptr<ClusterCoordinator>> internal::CoordinatorAccess:
     if (workers[i] == nullptr) {
       return absl::InvalidArgumentError(absl::StrCat("Worker connection ", i, " is null."));
     }
+  }
+  if (options.schedule_start_delay < absl::ZeroDuration() ||
+      options.schedule_start_delay_max < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "ClusterCoordinatorOptions::schedule_start_delay and schedule_start_delay_max must not be "
+        "negative; got ",
+        absl::FormatDuration(options.schedule_start_delay), " and ",
+        absl::FormatDuration(options.schedule_start_delay_max), "."));
   }
   if (options.per_worker_dispose_batch_size < 1) {
     return absl::InvalidArgumentError(

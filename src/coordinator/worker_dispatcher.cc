@@ -25,14 +25,15 @@ constexpr absl::Duration kDisposeTimeout = absl::Seconds(5);
 WorkerDispatcher::WorkerDispatcher(int worker_index, std::unique_ptr<WorkerConnection> connection,
                                    std::shared_ptr<ClosureQueue> queue, int max_in_flight,
                                    int max_worker_failures, uint64_t session,
-                                   uint64_t result_session)
+                                   uint64_t result_session, absl::Duration start_delay)
     : worker_index_(worker_index),
       connection_(std::move(connection)),
       queue_(std::move(queue)),
       max_in_flight_(std::max(1, std::min(max_in_flight, connection_->max_in_flight()))),
       max_worker_failures_(max_worker_failures),
       session_(session),
-      result_session_(connection_->supports_result_refs() ? result_session : 0) {}
+      result_session_(connection_->supports_result_refs() ? result_session : 0),
+      start_delay_(start_delay) {}
 
 WorkerDispatcher::~WorkerDispatcher() {
   PSFLOW_CHECK(!thread_.joinable(), "WorkerDispatcher destroyed before join()");
@@ -64,6 +65,11 @@ void WorkerDispatcher::loop() {
   const auto has_room = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return static_cast<int>(running_.size()) < max_in_flight_;
   };
+  if (start_delay_ > absl::ZeroDuration()) {
+    // Staggered start: the other workers take the closures meanwhile.
+    absl::MutexLock lock(&mu_);
+    (void)mu_.AwaitWithTimeout(absl::Condition(&joining_), start_delay_);
+  }
   while (true) {
     {
       absl::MutexLock lock(&mu_);
