@@ -98,6 +98,18 @@ struct ClusterCoordinatorOptions {
   // rather than waiting forever. TF lets a lost worker wait 3600 s for its
   // recovery. <= 0: wait forever.
   absl::Duration all_workers_lost_timeout = absl::Hours(1);
+  // Per-worker iterators and resources whose last handle is gone are
+  // released on the workers in batches of this many (TFF's
+  // dispose_batch_size), and at every join(); at least 1.
+  int per_worker_dispose_batch_size = 20;
+  // Staggered start (TF's TF_COORDINATOR_SCHEDULE_START_DELAY and
+  // _START_DELAY_MAX): worker i takes its first closure only
+  // schedule_start_delay * i after the coordinator starts, capped at
+  // schedule_start_delay_max when that is positive, so that a large job's
+  // workers do not all pull the parameters at the same moment. Zero (the
+  // default) starts every worker at once; negative durations are refused.
+  absl::Duration schedule_start_delay = absl::ZeroDuration();
+  absl::Duration schedule_start_delay_max = absl::ZeroDuration();
 };
 
 // Runs closures (a registered function and its arguments) on a pool of
@@ -190,21 +202,20 @@ class ClusterCoordinator {
   // TF's create_per_worker_dataset(dataset_fn): `dataset_fn` is a
   // registered dataset function (PSFLOW_DATASET_FUNCTION) that each worker
   // runs with its index; NOT_FOUND when it is not registered.
+  // Its iterators are released on the workers once unused (see
+  // PerWorkerIterator).
   [[nodiscard]] absl::StatusOr<PerWorkerDataset> create_per_worker_dataset(
-      std::string_view dataset_fn, Structure args = {}) const {
-    return PerWorkerDataset::create(std::string(dataset_fn), std::move(args));
-  }
+      std::string_view dataset_fn, Structure args = {}) const;
 
   // TF's create_per_worker_resource (the per-worker values of a resource
   // function): `resource_fn` is a registered resource function
   // (PSFLOW_RESOURCE_FUNCTION) that each worker runs, with its index and
   // `args`, the first time one of its closures asks for the resource
   // (WorkerContext::resource); NOT_FOUND when it is not registered. Every
-  // call makes a new resource.
+  // call makes a new resource, released on the workers once unused (see
+  // PerWorkerResource).
   [[nodiscard]] absl::StatusOr<PerWorkerResource> create_per_worker_resource(
-      std::string_view resource_fn, Structure args = {}) const {
-    return PerWorkerResource::create(std::string(resource_fn), std::move(args));
-  }
+      std::string_view resource_fn, Structure args = {}) const;
 
   [[nodiscard]] int num_workers() const;
 

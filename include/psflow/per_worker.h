@@ -19,10 +19,18 @@
 // A worker builds its copy the first time a closure reads from it, so a
 // worker that restarts (or joins late) rebuilds it and starts its pass
 // afresh, as TF rebuilds per-worker resources on a recovered worker.
+//
+// Release: once every copy of a PerWorkerIterator made by a coordinator's
+// dataset is gone and no closure using it is queued or running, the
+// coordinator tells the workers to drop their iterators, in batches (as
+// TFF's executor protocol disposes values): when a batch fills, at every
+// join(), and when the coordinator is destroyed. So a job that makes a
+// fresh iterator each epoch holds one per worker, not one per epoch.
 #ifndef PSFLOW_PER_WORKER_H_
 #define PSFLOW_PER_WORKER_H_
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -34,6 +42,12 @@
 #include "psflow/structure.h"
 
 namespace psflow {
+
+namespace internal {
+class PerWorkerLease;   // Shared by a handle's copies (runtime).
+class PerWorkerIssuer;  // The coordinator's registry of handles (runtime).
+struct PerWorkerAccess;
+}  // namespace internal
 
 // What a dataset function knows about the worker it runs on (the worker
 // part of TF's InputContext), so that it can shard its input.
@@ -83,7 +97,10 @@ using DatasetRegistrar = NamedRegistrar<DatasetRegistry>;
 // One iterator per worker over its copy of a per-worker dataset. A handle:
 // pass handle() (or the iterator, which converts) in schedule() arguments;
 // the function reads with WorkerContext::next / get_next. Copies share the
-// iterators.
+// iterators; the workers drop theirs after the last copy goes (see above),
+// so keep a PerWorkerIterator, not only its handle() Structure, while
+// scheduling with it: a closure given a released iterator fails with
+// FAILED_PRECONDITION.
 // Thread-safety: a value type.
 class PerWorkerIterator {
  public:
@@ -96,15 +113,20 @@ class PerWorkerIterator {
 
  private:
   friend class PerWorkerDataset;
-  explicit PerWorkerIterator(Structure handle) : handle_(std::move(handle)) {}
+  PerWorkerIterator(Structure handle, std::shared_ptr<const internal::PerWorkerLease> lease)
+      : handle_(std::move(handle)), lease_(std::move(lease)) {}
   Structure handle_;
+  // Null for an iterator of an unbound dataset (PerWorkerDataset::create).
+  std::shared_ptr<const internal::PerWorkerLease> lease_;
 };
 
 // TF's PerWorkerDataset. Thread-safety: a value type.
 class PerWorkerDataset {
  public:
   // Checks that `dataset_fn` is registered in this binary (NOT_FOUND with
-  // close names otherwise).
+  // close names otherwise). A dataset made here is bound to no coordinator:
+  // its iterators are never released on the workers; make datasets with
+  // ClusterCoordinator::create_per_worker_dataset.
   [[nodiscard]] static absl::StatusOr<PerWorkerDataset> create(std::string dataset_fn,
                                                                Structure args = {});
   // A fresh iterator on every worker (TF's iter(per_worker_dataset)).
@@ -112,10 +134,13 @@ class PerWorkerDataset {
   [[nodiscard]] const std::string& dataset_fn() const { return dataset_fn_; }
 
  private:
+  friend struct internal::PerWorkerAccess;
   PerWorkerDataset(std::string dataset_fn, Structure args)
       : dataset_fn_(std::move(dataset_fn)), args_(std::move(args)) {}
   std::string dataset_fn_;
   Structure args_;
+  // Issues the iterators' ids and leases; expired or null when unbound.
+  std::weak_ptr<internal::PerWorkerIssuer> issuer_;
 };
 
 }  // namespace psflow

@@ -21,7 +21,9 @@
 //
 // A worker builds its copy the first time one of its closures asks for it,
 // once (a build that fails is tried again by the next closure that asks),
-// and keeps it as long as the worker process lives. A worker that restarts
+// and keeps it until the coordinator releases it (once every copy of the
+// PerWorkerResource is gone and no closure using it is queued or running;
+// batched, see PerWorkerIterator) or the worker process ends. A worker that restarts
 // (or joins late) builds it afresh, as TF rebuilds per-worker resources on a
 // recovered worker; so state that must survive a worker belongs in
 // variables on the parameter servers. Each create_per_worker_resource call
@@ -43,6 +45,11 @@
 #include "psflow/structure.h"
 
 namespace psflow {
+
+namespace internal {
+class PerWorkerLease;  // Shared by a handle's copies (runtime).
+struct PerWorkerAccess;
+}  // namespace internal
 
 // What a resource function knows about the worker it runs on.
 // Thread-safety: a value type.
@@ -97,13 +104,17 @@ using ResourceFunction = std::function<absl::StatusOr<WorkerResource>(const Reso
 // TF's per-worker values of create_per_worker_resource: one resource, a
 // copy per worker. A handle: pass handle() (or the object, which converts)
 // in schedule() arguments; the function reaches its worker's copy with
-// WorkerContext::resource. Copies name the same resource.
+// WorkerContext::resource. Copies name the same resource; keep one (not
+// only its handle() Structure) while scheduling with it.
 // Thread-safety: a value type.
 class PerWorkerResource {
  public:
   PerWorkerResource() = default;
   // Checks that `resource_fn` is registered in this binary (NOT_FOUND with
-  // close names otherwise). The workers build their copies lazily.
+  // close names otherwise). The workers build their copies lazily. A
+  // resource made here is bound to no coordinator and never released on
+  // the workers; make resources with
+  // ClusterCoordinator::create_per_worker_resource.
   [[nodiscard]] static absl::StatusOr<PerWorkerResource> create(std::string resource_fn,
                                                                 Structure args = {});
 
@@ -115,8 +126,12 @@ class PerWorkerResource {
   [[nodiscard]] static bool is_handle(const Structure& s);
 
  private:
-  explicit PerWorkerResource(Structure handle) : handle_(std::move(handle)) {}
+  friend struct internal::PerWorkerAccess;
+  PerWorkerResource(Structure handle, std::shared_ptr<const internal::PerWorkerLease> lease)
+      : handle_(std::move(handle)), lease_(std::move(lease)) {}
   Structure handle_;
+  // Null when unbound (see create).
+  std::shared_ptr<const internal::PerWorkerLease> lease_;
 };
 
 // Resource functions by name, filled at static initialisation in every

@@ -74,6 +74,10 @@ struct RemoteExecutorStats {
   int64_t values_created = 0;
   int64_t values_disposed = 0;
   int64_t waiting_computes = 0;  // compute() calls waiting for their value.
+  // The worker's per-worker objects held now (a coordinator's per-worker
+  // dataset iterators and per-worker resources).
+  int64_t per_worker_iterators = 0;
+  int64_t per_worker_resources = 0;
 };
 
 // Owns one value on the worker: move-only, and destroying (or assigning

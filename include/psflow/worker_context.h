@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <typeinfo>
 
@@ -40,22 +41,33 @@ class WorkerResources {
   WorkerResources& operator=(const WorkerResources&) = delete;
 
   // The object stored under `key`, created as T() on first use. The
-  // reference stays valid until clear() or destruction. Asking for an
+  // reference stays valid until erase(key), clear() or destruction. Asking for an
   // existing key with another type is a programming error and aborts,
   // naming the key and both types.
   template <typename T>
   [[nodiscard]] T& get_or_create(std::string_view key) {
-    return *static_cast<T*>(find_or_insert(
+    return *get_or_create_shared<T>(key);
+  }
+  // As get_or_create, sharing ownership: the object stays valid for the
+  // caller after erase() or clear() (the runtime's per-worker iterators and
+  // resources, which the coordinator may release while a call uses them).
+  template <typename T>
+  [[nodiscard]] std::shared_ptr<T> get_or_create_shared(std::string_view key) {
+    return std::static_pointer_cast<T>(find_or_insert(
         key, typeid(T), [] { return std::shared_ptr<void>(std::make_shared<T>()); }));
   }
 
+  // Drops the object stored under `key`; whether there was one.
+  bool erase(std::string_view key);
   // Drops every object (what a worker restart does).
   void clear();
   [[nodiscard]] size_t size() const;
+  // How many keys start with `prefix`.
+  [[nodiscard]] size_t count_with_prefix(std::string_view prefix) const;
 
  private:
-  void* find_or_insert(std::string_view key, const std::type_info& type,
-                       absl::FunctionRef<std::shared_ptr<void>()> make);
+  std::shared_ptr<void> find_or_insert(std::string_view key, const std::type_info& type,
+                                       absl::FunctionRef<std::shared_ptr<void>()> make);
 
   struct Impl;
   std::unique_ptr<Impl> impl_;
@@ -165,7 +177,24 @@ class WorkerContext {
   // worker has no parameter servers.
   [[nodiscard]] const VariableClientLookup* variable_clients() const { return variables_; }
 
+  // For the worker runtime: the first error of this call in building a
+  // per-worker dataset or resource it asked for (or in finding one
+  // released); OK when none. A failed call with such an error is reported
+  // as a closure input error (TF's ClosureInputError), not as the step's.
+  [[nodiscard]] const absl::Status& per_worker_input_error() const { return input_error_; }
+
  private:
+  // Remembers `error` as the call's input error (the first one) and
+  // returns it.
+  absl::Status record_input_error(absl::Status error) const;
+  // The object under `key` for the handle `id`, shared with the worker's
+  // registry; FAILED_PRECONDITION (an input error) when the coordinator
+  // released the handle.
+  template <typename T>
+  absl::StatusOr<std::shared_ptr<T>> per_worker_object(const std::string& key, std::string_view id,
+                                                       std::string_view what,
+                                                       std::string_view fn) const;
+
   [[nodiscard]] absl::Status resource_type_error(const Structure& handle,
                                                  const std::type_info& held,
                                                  const std::type_info& wanted) const;
@@ -179,6 +208,8 @@ class WorkerContext {
   const std::atomic<bool>* cancelled_;
   const VariableClientLookup* variables_;
   std::shared_ptr<internal::UpdateKeys> update_keys_;
+  // Set by the const accessors that build per-worker objects.
+  mutable absl::Status input_error_;
 };
 
 }  // namespace psflow

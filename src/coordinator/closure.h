@@ -16,6 +16,7 @@
 #include "coordinator/worker_connection.h"
 #include "psflow/remote_value.h"
 #include "psflow/structure.h"
+#include "worker/per_worker_lease.h"
 
 namespace psflow::internal {
 
@@ -61,8 +62,17 @@ class Closure {
   // the closure's later runs carry values only. Owned by the dispatchers.
   bool send_values = false;
 
-  // Sets the result (the owner only, once).
-  void finish(absl::StatusOr<Structure> result) { output_->set_result(std::move(result)); }
+  // The leases of the per-worker handles in its args, kept until it ends
+  // (so that the workers keep those objects while it may run).
+  void set_pins(std::vector<std::shared_ptr<const PerWorkerLease>> pins) {
+    pins_ = std::move(pins);
+  }
+
+  // Sets the result (the owner only, once), and lets go of the pins.
+  void finish(absl::StatusOr<Structure> result) {
+    output_->set_result(std::move(result));
+    pins_.clear();
+  }
 
   // How many times a worker was asked to run it (retries after worker
   // failures included); owned by the dispatchers.
@@ -78,6 +88,7 @@ class Closure {
   const std::vector<RemoteValue> inputs_;
   std::atomic<size_t> remaining_inputs_;
   const std::shared_ptr<internal::RemoteValueState> output_;
+  std::vector<std::shared_ptr<const PerWorkerLease>> pins_;
 };
 
 }  // namespace psflow::internal

@@ -50,6 +50,19 @@ absl::Status closure_input_error(std::string_view function_name, std::string_vie
   return status;
 }
 
+absl::Status per_worker_input_error(std::string_view function_name, std::string_view task,
+                                    const absl::Status& build_error) {
+  const std::string original_text =
+      absl::StrCat(absl::StatusCodeToString(build_error.code()), ": ", build_error.message());
+  absl::Status status(
+      build_error.code(),
+      absl::StrCat("Input of function '", av(function_name), "' failed on ", av(task),
+                   ": a per-worker input it uses could not be built (", original_text,
+                   "). The function itself did not fail; fix the dataset or resource function."));
+  status.SetPayload(av(kInputErrorPayloadUrl), absl::Cord(original_text));
+  return status;
+}
+
 }  // namespace psflow::internal
 
 namespace psflow {

@@ -33,6 +33,15 @@ inline constexpr std::string_view kClosureAbortedMessage =
                                                std::string_view input_function,
                                                const absl::Status& input_error);
 
+// The error of a closure of `function_name` that failed on `task` because
+// a per-worker dataset or resource it asked for could not be built there
+// (or was released): `build_error` (its code, its message quoted) as an
+// input error (is_closure_input_error), TF's ClosureInputError for a
+// failed resource closure.
+[[nodiscard]] absl::Status per_worker_input_error(std::string_view function_name,
+                                                  std::string_view task,
+                                                  const absl::Status& build_error);
+
 }  // namespace psflow::internal
 
 #endif  // PSFLOW_COORDINATOR_CLOSURE_ERRORS_H_

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <limits>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
@@ -14,6 +16,17 @@
 #include "psflow/status_macros.h"
 
 namespace psflow::internal {
+namespace {
+
+// TF's Worker._maybe_delay: delay * index, capped when the cap is set.
+absl::Duration start_delay(const ClusterCoordinatorOptions& options, int worker_index) {
+  const absl::Duration delay = options.schedule_start_delay * worker_index;
+  return options.schedule_start_delay_max > absl::ZeroDuration()
+             ? std::min(delay, options.schedule_start_delay_max)
+             : delay;
+}
+
+}  // namespace
 
 Cluster::Cluster(std::vector<std::unique_ptr<WorkerConnection>> workers,
                  const ClusterCoordinatorOptions& options,
@@ -27,7 +40,7 @@ Cluster::Cluster(std::vector<std::unique_ptr<WorkerConnection>> workers,
     dispatchers_.push_back(std::make_unique<WorkerDispatcher>(
         static_cast<int>(i), std::move(workers[i]), queue_, options.max_in_flight_per_worker,
         options.max_worker_failures_per_closure, options.exactly_once ? session_ : 0,
-        options.same_worker_chaining ? session_ : 0));
+        options.same_worker_chaining ? session_ : 0, start_delay(options, static_cast<int>(i))));
   }
   for (auto& dispatcher : dispatchers_) dispatcher->start();
   if (options.heartbeat_interval > absl::ZeroDuration() && !heartbeats.empty()) {
@@ -36,6 +49,12 @@ Cluster::Cluster(std::vector<std::unique_ptr<WorkerConnection>> workers,
     beats.timeout = options.heartbeat_timeout;
     heartbeats_ = std::make_unique<TaskHeartbeats>(std::move(heartbeats), beats);
   }
+  per_worker_ = std::make_shared<PerWorkerRegistry>(
+      num_workers(), static_cast<size_t>(std::max(1, options.per_worker_dispose_batch_size)),
+      [this](int worker, const std::vector<std::string>& ids) {
+        return dispatchers_[static_cast<size_t>(worker)]->dispose_per_worker(ids);
+      });
+  per_worker_->start();
   CoordinatorWatchdog::Options watchdog;
   watchdog.stall_timeout = options.watchdog_timeout;
   watchdog.all_workers_lost_timeout = options.all_workers_lost_timeout;
@@ -108,6 +127,15 @@ Cluster::~Cluster() {
   // another coordinator) may still reach cancel_running(); the dispatchers
   // must outlive them.
   queue_->await_no_in_flight();
+  // Every closure has ended: the workers drop this coordinator's
+  // per-worker objects, through the connections the dispatchers still own.
+  per_worker_->stop();
+}
+
+absl::Status Cluster::join() {
+  absl::Status status = queue_->wait();
+  per_worker_->flush();
+  return status;
 }
 
 absl::StatusOr<RemoteValue> Cluster::schedule(std::string_view function_name,
@@ -122,8 +150,11 @@ absl::StatusOr<RemoteValue> Cluster::schedule(std::string_view function_name,
     return false;
   });
   PSFLOW_RETURN_IF_ERROR(empty_input);
+  PSFLOW_ASSIGN_OR_RETURN(std::vector<std::shared_ptr<const PerWorkerLease>> pins,
+                          per_worker_->pin(args));
   auto closure = std::make_shared<Closure>(next_closure_id_.fetch_add(1, std::memory_order_relaxed),
                                            function->name, std::move(args));
+  closure->set_pins(std::move(pins));
   RemoteValue output = closure->output();
   PSFLOW_RETURN_IF_ERROR(queue_->put(std::move(closure)));
   return output;

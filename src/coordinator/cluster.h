@@ -13,6 +13,7 @@
 #include "absl/status/statusor.h"
 #include "coordinator/closure_queue.h"
 #include "coordinator/task_heartbeats.h"
+#include "coordinator/per_worker_registry.h"
 #include "coordinator/watchdog.h"
 #include "coordinator/worker_connection.h"
 #include "coordinator/worker_dispatcher.h"
@@ -39,7 +40,8 @@ class Cluster {
 
   [[nodiscard]] absl::StatusOr<RemoteValue> schedule(std::string_view function_name,
                                                      RemoteStructure args);
-  [[nodiscard]] absl::Status join() { return queue_->wait(); }
+  // join() also sends the releases of per-worker objects queued so far.
+  [[nodiscard]] absl::Status join();
   [[nodiscard]] absl::StatusOr<bool> done() { return queue_->done(); }
   // ClusterCoordinator::cancel and closures_in_doubt.
   void cancel(const absl::Status& reason) { (void)queue_->abort_queued(reason); }
@@ -47,6 +49,9 @@ class Cluster {
   [[nodiscard]] int num_workers() const { return static_cast<int>(dispatchers_.size()); }
   // ClusterCoordinator::get_task_states at `now`.
   [[nodiscard]] std::vector<TaskState> task_states(absl::Time now) const;
+  // Issues the ids of this coordinator's per-worker handles and releases
+  // them on the workers once unused.
+  [[nodiscard]] const std::shared_ptr<PerWorkerRegistry>& per_worker() const { return per_worker_; }
 
  private:
   void cancel_running();
@@ -60,6 +65,8 @@ class Cluster {
   std::shared_ptr<ClosureQueue> queue_;
   std::vector<std::unique_ptr<WorkerDispatcher>> dispatchers_;
   std::unique_ptr<TaskHeartbeats> heartbeats_;  // null: none
+  // Sends through dispatchers_; stopped in the destructor before they go.
+  std::shared_ptr<PerWorkerRegistry> per_worker_;
   // Last member: stopped before anything it looks at goes away.
   std::unique_ptr<CoordinatorWatchdog> watchdog_;
 };

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "coordinator/cluster.h"
 #include "coordinator/cluster_coordinator_internal.h"
 #include "coordinator/grpc_worker_connection.h"
@@ -11,6 +12,7 @@
 #include "coordinator/remote_structure_walk.h"
 #include "psflow/status_macros.h"
 #include "psflow/strategy.h"
+#include "worker/per_worker_lease.h"
 
 namespace psflow {
 
@@ -80,6 +82,20 @@ absl::StatusOr<std::unique_ptr<ClusterCoordinator>> internal::CoordinatorAccess:
       return absl::InvalidArgumentError(absl::StrCat("Worker connection ", i, " is null."));
     }
   }
+  if (options.schedule_start_delay < absl::ZeroDuration() ||
+      options.schedule_start_delay_max < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "ClusterCoordinatorOptions::schedule_start_delay and schedule_start_delay_max must not be "
+        "negative; got ",
+        absl::FormatDuration(options.schedule_start_delay), " and ",
+        absl::FormatDuration(options.schedule_start_delay_max), "."));
+  }
+  if (options.per_worker_dispose_batch_size < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("ClusterCoordinatorOptions::per_worker_dispose_batch_size must be at least "
+                     "1; got ",
+                     options.per_worker_dispose_batch_size, "."));
+  }
   return std::unique_ptr<ClusterCoordinator>(new ClusterCoordinator(
       std::make_unique<Cluster>(std::move(workers), options, std::move(heartbeats))));
 }
@@ -129,6 +145,20 @@ int ClusterCoordinator::num_workers() const { return cluster_->num_workers(); }
 
 std::vector<TaskState> ClusterCoordinator::get_task_states() const {
   return cluster_->task_states(absl::Now());
+}
+
+absl::StatusOr<PerWorkerDataset> ClusterCoordinator::create_per_worker_dataset(
+    std::string_view dataset_fn, Structure args) const {
+  PSFLOW_ASSIGN_OR_RETURN(PerWorkerDataset dataset,
+                          PerWorkerDataset::create(std::string(dataset_fn), std::move(args)));
+  return internal::PerWorkerAccess::bind(std::move(dataset), cluster_->per_worker());
+}
+
+absl::StatusOr<PerWorkerResource> ClusterCoordinator::create_per_worker_resource(
+    std::string_view resource_fn, Structure args) const {
+  PSFLOW_ASSIGN_OR_RETURN(PerWorkerResource resource,
+                          PerWorkerResource::create(std::string(resource_fn), std::move(args)));
+  return internal::PerWorkerAccess::bind(resource, *cluster_->per_worker());
 }
 
 }  // namespace psflow

@@ -4,6 +4,7 @@
 #include <memory>
 #include <utility>
 #include <variant>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "base/logging.h"
@@ -13,6 +14,7 @@
 #include "psflow/v1/task.pb.h"
 #include "rpc/channel.h"
 #include "tensor/codec.h"
+#include "worker/per_worker_objects.h"
 
 namespace psflow::internal {
 namespace {
@@ -82,6 +84,11 @@ class GrpcWorkerConnection final : public WorkerConnection {
     internal::cancel_function_async(*connection_, closure_id);
   }
 
+  absl::Status dispose_per_worker(const std::vector<std::string>& ids,
+                                  absl::Time deadline) override {
+    return internal::dispose_per_worker(*connection_, ids, deadline);
+  }
+
  private:
   RunResult result_of(uint64_t closure_id, const absl::Status& transport,
                       v1::RunFunctionResponse& response) const {
@@ -97,7 +104,8 @@ class GrpcWorkerConnection final : public WorkerConnection {
       result.input_refs_missing = true;
       result.output = absl::UnavailableError("the worker no longer holds the referenced inputs");
     } else if (absl::Status function = internal::function_status(response); !function.ok()) {
-      result.output = std::move(function);
+      result.output = response.input_error() ? mark_per_worker_input_error(std::move(function))
+                                             : std::move(function);
     } else {
       absl::StatusOr<Structure> output = structure_from_proto(response.mutable_output());
       if (output.ok()) {

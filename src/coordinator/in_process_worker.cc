@@ -5,7 +5,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/logging.h"
+#include "psflow/status_macros.h"
 #include "worker/function_runner.h"
+#include "worker/per_worker_objects.h"
 
 namespace psflow::internal {
 
@@ -41,6 +43,13 @@ void InProcessWorker::run_async(RunRequest request, Done done) {
 void InProcessWorker::cancel(uint64_t closure_id) {
   absl::MutexLock lock(&mu_);
   if (running_ != 0 && running_ == closure_id) cancelled_.store(true, std::memory_order_relaxed);
+}
+
+absl::Status InProcessWorker::dispose_per_worker(const std::vector<std::string>& ids,
+                                                 absl::Time deadline) {
+  PSFLOW_RETURN_IF_ERROR(validate_per_worker_ids(ids));
+  (void)release_per_worker_objects(resources_, ids);
+  return absl::OkStatus();
 }
 
 void InProcessWorker::loop() {

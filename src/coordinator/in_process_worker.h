@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
@@ -36,6 +37,8 @@ class InProcessWorker final : public WorkerConnection {
   void run_async(RunRequest request, Done done) override ABSL_LOCKS_EXCLUDED(mu_);
   // Makes WorkerContext::is_cancelled() true for that run.
   void cancel(uint64_t closure_id) override ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status dispose_per_worker(const std::vector<std::string>& ids,
+                                  absl::Time deadline) override;
 
   [[nodiscard]] WorkerResources& resources() { return resources_; }
 

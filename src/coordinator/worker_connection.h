@@ -94,6 +94,15 @@ class WorkerConnection {
   // still what it runs; a no-op otherwise. `done` still runs, with whatever
   // outcome the run reaches (usually CANCELLED).
   virtual void cancel(uint64_t closure_id) = 0;
+
+  // Drops the worker's per-worker iterators and resources of `ids` (whose
+  // last handle the coordinator dropped), answering by `deadline`; OK also
+  // for ids the worker does not hold. Blocks; never called on a callback
+  // of run_async. OK by default (a transport without per-worker state).
+  [[nodiscard]] virtual absl::Status dispose_per_worker(const std::vector<std::string>& ids,
+                                                        absl::Time deadline) {
+    return absl::OkStatus();
+  }
 };
 
 }  // namespace psflow::internal

@@ -6,7 +6,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/logging.h"
+#include "coordinator/closure_errors.h"
 #include "rpc/grpc_status.h"
+#include "worker/per_worker_objects.h"
 
 namespace psflow::internal {
 namespace {
@@ -15,20 +17,23 @@ constexpr absl::Duration kFirstProbeBackoff = absl::Milliseconds(100);
 constexpr absl::Duration kMaxProbeBackoff = absl::Seconds(5);
 // One probe call's bound: short, so that join() is never held up long.
 constexpr absl::Duration kProbeTimeout = absl::Seconds(1);
+// A release of per-worker objects is short; join() waits for it.
+constexpr absl::Duration kDisposeTimeout = absl::Seconds(5);
 
 }  // namespace
 
 WorkerDispatcher::WorkerDispatcher(int worker_index, std::unique_ptr<WorkerConnection> connection,
                                    std::shared_ptr<ClosureQueue> queue, int max_in_flight,
                                    int max_worker_failures, uint64_t session,
-                                   uint64_t result_session)
+                                   uint64_t result_session, absl::Duration start_delay)
     : worker_index_(worker_index),
       connection_(std::move(connection)),
       queue_(std::move(queue)),
       max_in_flight_(std::max(1, std::min(max_in_flight, connection_->max_in_flight()))),
       max_worker_failures_(max_worker_failures),
       session_(session),
-      result_session_(connection_->supports_result_refs() ? result_session : 0) {}
+      result_session_(connection_->supports_result_refs() ? result_session : 0),
+      start_delay_(start_delay) {}
 
 WorkerDispatcher::~WorkerDispatcher() {
   PSFLOW_CHECK(!thread_.joinable(), "WorkerDispatcher destroyed before join()");
@@ -60,6 +65,11 @@ void WorkerDispatcher::loop() {
   const auto has_room = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return static_cast<int>(running_.size()) < max_in_flight_;
   };
+  if (start_delay_ > absl::ZeroDuration()) {
+    // Staggered start: the other workers take the closures meanwhile.
+    absl::MutexLock lock(&mu_);
+    (void)mu_.AwaitWithTimeout(absl::Condition(&joining_), start_delay_);
+  }
   while (true) {
     {
       absl::MutexLock lock(&mu_);
@@ -156,6 +166,10 @@ void WorkerDispatcher::on_run_done(const std::shared_ptr<Closure>& closure, bool
       queue_->mark_failed(closure, std::move(result.transport));
     }
   } else {
+    if (!result.output.ok() && is_per_worker_input_error(result.output.status())) {
+      result.output = per_worker_input_error(closure->function_name(), connection_->task_name(),
+                                             result.output.status());
+    }
     if (!result.output.ok()) {
       // Cancellations follow an earlier error, which was logged.
       if (!absl::IsCancelled(result.output.status())) {
@@ -178,6 +192,17 @@ void WorkerDispatcher::on_run_done(const std::shared_ptr<Closure>& closure, bool
 WorkerDispatcher::Health WorkerDispatcher::health() const {
   absl::MutexLock lock(&mu_);
   return Health{lost_since_, last_error_};
+}
+
+absl::Status WorkerDispatcher::dispose_per_worker(const std::vector<std::string>& ids) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (lost_since_.has_value()) {
+      return absl::UnavailableError(
+          absl::StrCat(connection_->task_name(), " is lost: ", last_error_.message()));
+    }
+  }
+  return connection_->dispose_per_worker(ids, absl::Now() + kDisposeTimeout);
 }
 
 void WorkerDispatcher::await_recovery() {

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_set.h"
@@ -19,7 +20,8 @@
 
 namespace psflow::internal {
 
-// Takes closures from the queue and runs them on its worker, keeping up to
+// After `start_delay` (cut short by join()), takes closures from the queue
+// and runs them on its worker, keeping up to
 // `max_in_flight` runs outstanding (TF keeps one; more hides the network
 // round trip between one closure and the next). Each outcome is handed back
 // to the queue as finished, failed or (worker failure) put back, on the
@@ -47,7 +49,8 @@ class WorkerDispatcher {
   // `max_in_flight` >= 1; capped by the connection's own limit.
   WorkerDispatcher(int worker_index, std::unique_ptr<WorkerConnection> connection,
                    std::shared_ptr<ClosureQueue> queue, int max_in_flight = 1,
-                   int max_worker_failures = 0, uint64_t session = 0, uint64_t result_session = 0);
+                   int max_worker_failures = 0, uint64_t session = 0, uint64_t result_session = 0,
+                   absl::Duration start_delay = absl::ZeroDuration());
   // join() must have returned (or start() never been called).
   ~WorkerDispatcher();
   WorkerDispatcher(const WorkerDispatcher&) = delete;
@@ -72,6 +75,12 @@ class WorkerDispatcher {
   };
   [[nodiscard]] Health health() const ABSL_LOCKS_EXCLUDED(mu_);
 
+  // Releases per-worker objects on the worker (WorkerConnection::
+  // dispose_per_worker), bounded to a few seconds; UNAVAILABLE at once
+  // while the worker is lost.
+  [[nodiscard]] absl::Status dispose_per_worker(const std::vector<std::string>& ids)
+      ABSL_LOCKS_EXCLUDED(mu_);
+
  private:
   void loop();
   // `resend`: the same run again (with values), not a new attempt.
@@ -87,6 +96,7 @@ class WorkerDispatcher {
   const int max_worker_failures_;
   const uint64_t session_;         // Sent with every run (exactly-once updates).
   const uint64_t result_session_;  // Same-worker chaining; 0: off.
+  const absl::Duration start_delay_;
   // The worker process last heard from (RunResult::incarnation); 0 until
   // the first answer.
   std::atomic<uint64_t> incarnation_{0};

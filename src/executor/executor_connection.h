@@ -11,6 +11,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/functional/any_invocable.h"
 #include "absl/status/status.h"
@@ -56,6 +57,12 @@ void cancel_function_async(ExecutorConnection& connection, uint64_t closure_id);
 
 // One GetStatus call until `deadline`, failing fast; errors name the task.
 [[nodiscard]] absl::Status probe(ExecutorConnection& connection, absl::Time deadline);
+
+// One DisposePerWorker call releasing the worker's per-worker objects of
+// `ids`, until `deadline`, failing fast; errors name the task.
+[[nodiscard]] absl::Status dispose_per_worker(ExecutorConnection& connection,
+                                              const std::vector<std::string>& ids,
+                                              absl::Time deadline);
 
 // Cancels every asynchronous call in flight (runs and cancellations) and
 // blocks until each has run its callback and been freed. Must not run on a

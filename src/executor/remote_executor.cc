@@ -252,7 +252,17 @@ class ExecutorConnection : public std::enable_shared_from_this<ExecutorConnectio
     out.values_created = response.values_created();
     out.values_disposed = response.values_disposed();
     out.waiting_computes = response.waiting_computes();
+    out.per_worker_iterators = response.per_worker_iterators();
+    out.per_worker_resources = response.per_worker_resources();
     return out;
+  }
+
+  absl::Status dispose_per_worker(const std::vector<std::string>& ids, absl::Time deadline) {
+    v1::DisposePerWorkerRequest request;
+    for (const std::string& id : ids) request.add_ids(id);
+    v1::DisposePerWorkerResponse response;
+    return call(&Stub::DisposePerWorker, request, &response,
+                std::max(absl::Milliseconds(1), deadline - absl::Now()));
   }
 
   // --- the fused call ----------------------------------------------------------
@@ -542,6 +552,11 @@ absl::Status probe(ExecutorConnection& connection, absl::Time deadline) {
 }
 
 void cancel_calls_and_wait(ExecutorConnection& connection) { connection.cancel_calls_and_wait(); }
+
+absl::Status dispose_per_worker(ExecutorConnection& connection, const std::vector<std::string>& ids,
+                                absl::Time deadline) {
+  return connection.dispose_per_worker(ids, deadline);
+}
 
 absl::Status function_status(const v1::RunFunctionResponse& response) {
   const int32_t code = response.code();

@@ -11,6 +11,7 @@
 #include "psflow/cluster_coordinator.h"
 #include "psflow/cluster_resolver.h"
 #include "psflow/optimizer.h"
+#include "psflow/per_worker.h"
 #include "psflow/status_macros.h"
 #include "psflow/strategy.h"
 #include "train/data_check.h"
@@ -101,6 +102,10 @@ class PsTraining final : public TrainingSession {
   std::unique_ptr<ClusterCoordinator> coordinator_;
   std::unique_ptr<StatusEndpoint> status_;  // before coordinator_ in destruction
   std::optional<RemoteStructure> args_;     // every closure's
+  std::optional<RemoteStructure> args_;  // every closure's
+  // The training data's iterator, whose handle args_ carries: kept for the
+  // whole run, since the workers drop their iterators once it goes.
+  PerWorkerIterator train_iterator_;
   // What every closure carries (settings_.to_structure): args_ with
   // steps_per_execution steps, last_args_ with the last_args_steps_ left at
   // the end of an epoch whose steps are not a multiple of it.
@@ -165,7 +170,8 @@ absl::Status PsTraining::start(absl::Time start) {
   PSFLOW_ASSIGN_OR_RETURN(PerWorkerDataset train_data,
                           coordinator_->create_per_worker_dataset(model_.dataset_function(),
                                                                   model_.dataset_args(options_)));
-  settings.iterator = train_data.iter().handle();
+  train_iterator_ = train_data.iter();
+  settings.iterator = train_iterator_.handle();
   args_.emplace(settings.to_structure(model_.spec()));
   settings_ = std::move(settings);
   return absl::OkStatus();

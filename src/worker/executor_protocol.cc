@@ -309,6 +309,7 @@ grpc::ServerUnaryReactor* ExecutorServiceImpl::GetExecutorStats(
   response->set_values_disposed(stats.values_disposed);
   response->set_waiting_computes(stats.waiting_computes);
   fill_result_cache_stats(*response);
+  fill_per_worker_stats(*response);
   return finish(context, absl::OkStatus());
 }
 

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "rpc/grpc_status.h"
 #include "worker/function_runner.h"
+#include "worker/per_worker_objects.h"
 
 namespace psflow::internal {
 namespace {
@@ -172,6 +173,7 @@ void ExecutorServiceImpl::run(uint64_t session, uint64_t result_session, uint64_
     status_->note_error(absl::StrCat("RunFunction '", function_name, "'"), output.status());
     response->set_code(static_cast<int32_t>(output.status().code()));
     response->set_message(std::string(output.status().message()));
+    response->set_input_error(is_per_worker_input_error(output.status()));
   }
 }
 

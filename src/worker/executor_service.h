@@ -55,14 +55,17 @@ struct ExecutorServiceOptions {
 
 // Functions run on a pool, never on gRPC's callback threads (a function
 // may block for seconds on parameter servers). Per-worker resources
-// (WorkerContext::resources) live as long as the service: a worker restart
-// loses them, as TF's per-worker resources are lost with the worker.
+// (WorkerContext::resources) live at most as long as the service: a worker
+// restart loses them, as TF's per-worker resources are lost with the worker.
 //
 // A function's own error travels in RunFunctionResponse.code with an OK
 // RPC, so that the coordinator can tell "the function failed" (final, the
 // application's error) from "the worker could not be reached" (retry on
 // another worker); malformed requests (bad args encoding) fail the RPC
 // with INVALID_ARGUMENT, which is final too.
+//
+// Per-worker iterators and resources live in `resources_` until the
+// coordinator releases them (DisposePerWorker, batched) or the process ends.
 //
 // The executor protocol (task.proto): values live in a ValueGraph; a call
 // runs on the same function pool as RunFunction, in arrival order, with a
@@ -92,7 +95,9 @@ class ExecutorServiceImpl final
                                   v1::ExecutorService::WithCallbackMethod_RunFunction<
                                       v1::ExecutorService::WithCallbackMethod_CancelFunction<
                                           v1::ExecutorService::WithCallbackMethod_GetExecutorStats<
-                                              v1::ExecutorService::Service>>>>>>>>>> {
+                                              v1::ExecutorService::
+                                                  WithCallbackMethod_DisposePerWorker<
+                                                      v1::ExecutorService::Service>>>>>>>>>>> {
  public:
   // `status` must outlive the service.
   ExecutorServiceImpl(const TaskStatus* status, ExecutorServiceOptions options);
@@ -133,8 +138,14 @@ class ExecutorServiceImpl final
   grpc::ServerUnaryReactor* GetExecutorStats(grpc::CallbackServerContext* context,
                                              const v1::GetExecutorStatsRequest* request,
                                              v1::GetExecutorStatsResponse* response) override;
+  // Per-worker objects (per_worker_service.cc).
+  grpc::ServerUnaryReactor* DisposePerWorker(grpc::CallbackServerContext* context,
+                                             const v1::DisposePerWorkerRequest* request,
+                                             v1::DisposePerWorkerResponse* response) override;
 
  private:
+  // GetExecutorStats' per-worker part.
+  void fill_per_worker_stats(v1::GetExecutorStatsResponse& response) const;
   void run(uint64_t session, uint64_t result_session, uint64_t closure_id,
            const std::string& function_name, Structure args,
            const std::shared_ptr<std::atomic<bool>>& cancelled, v1::RunFunctionResponse* response,

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/strings.h"
 #include "psflow/status_macros.h"
+#include "worker/per_worker_objects.h"
 
 namespace psflow::internal {
 
@@ -13,7 +14,13 @@ absl::StatusOr<Structure> run_registered_function(const FunctionRegistry& regist
                                                   WorkerContext& ctx, const Structure& args) {
   PSFLOW_ASSIGN_OR_RETURN(const RegisteredFunction* function, registry.lookup(function_name));
   try {
-    return function->fn(ctx, args);
+    absl::StatusOr<Structure> output = function->fn(ctx, args);
+    // Whatever the function made of it, its input was at fault (TF fails
+    // such a closure with ClosureInputError before running it).
+    if (!output.ok() && !ctx.per_worker_input_error().ok()) {
+      return mark_per_worker_input_error(ctx.per_worker_input_error());
+    }
+    return output;
   } catch (const std::exception& e) {
     return absl::InternalError(absl::StrCat("Function '", av(function_name),
                                             "' threw an exception on worker ", ctx.worker_index(),

@@ -13,7 +13,9 @@
 namespace psflow::internal {
 
 // Looks `function_name` up in `registry` and calls it. NOT_FOUND (with
-// close names) when it is not registered in this process; a C++ exception
+// close names) when it is not registered in this process; when the call
+// fails after a per-worker input could not be built, that input's error,
+// marked (is_per_worker_input_error); a C++ exception
 // escaping the function becomes INTERNAL naming the function, rather than
 // ending the worker.
 // Thread-safety: as thread-safe as the function.

@@ -3,21 +3,21 @@
 #include <utility>
 
 #include "worker/named_functions.h"
+#include "worker/per_worker_lease.h"
 
 namespace psflow {
-namespace {
 
-constexpr char kResourceMarker[] = "psflow_per_worker_resource";
-
-}  // namespace
+using internal::kPerWorkerResourceMarker;
 
 absl::StatusOr<PerWorkerResource> PerWorkerResource::create(std::string resource_fn,
                                                             Structure args) {
   absl::StatusOr<ResourceFunction> fn = ResourceRegistry::global().lookup(resource_fn);
   if (!fn.ok()) return fn.status();
-  return PerWorkerResource(Structure::dict({{kResourceMarker, internal::new_per_worker_id()},
-                                            {"resource_fn", std::move(resource_fn)},
-                                            {"args", std::move(args)}}));
+  return PerWorkerResource(
+      Structure::dict({{kPerWorkerResourceMarker, internal::new_per_worker_id()},
+                       {"resource_fn", std::move(resource_fn)},
+                       {"args", std::move(args)}}),
+      nullptr);
 }
 
 const std::string& PerWorkerResource::resource_fn() const {
@@ -27,7 +27,7 @@ const std::string& PerWorkerResource::resource_fn() const {
 }
 
 bool PerWorkerResource::is_handle(const Structure& s) {
-  return s.is_dict() && s.fields().contains(kResourceMarker);
+  return s.is_dict() && s.fields().contains(kPerWorkerResourceMarker);
 }
 
 }  // namespace psflow

@@ -13,11 +13,14 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
+#include "base/strings.h"
 #include "ps/request/update_key.h"
 #include "psflow/per_worker.h"
 #include "psflow/per_worker_resource.h"
 #include "psflow/status_macros.h"
 #include "strategy/update_binding.h"
+#include "worker/per_worker_lease.h"
+#include "worker/per_worker_objects.h"
 
 namespace psflow {
 
@@ -86,13 +89,40 @@ absl::StatusOr<PerWorkerHandle> parse_per_worker_handle(const Structure& handle,
 
 }  // namespace
 
+absl::Status WorkerContext::record_input_error(absl::Status error) const {
+  if (input_error_.ok()) input_error_ = error;
+  return error;
+}
+
+template <typename T>
+absl::StatusOr<std::shared_ptr<T>> WorkerContext::per_worker_object(const std::string& key,
+                                                                    std::string_view id,
+                                                                    std::string_view what,
+                                                                    std::string_view fn) const {
+  std::shared_ptr<T> object = resources_->get_or_create_shared<T>(key);
+  // Checked after the insertion: a release racing with it (it remembers
+  // the id, then erases) either erases what was inserted or is seen here.
+  if (internal::per_worker_released(*resources_, id)) {
+    resources_->erase(key);
+    return record_input_error(absl::FailedPreconditionError(
+        absl::StrCat("The ", internal::av(what), " '", internal::av(fn), "' (id ", internal::av(id),
+                     ") was released on worker ", worker_index_,
+                     ": the coordinator dropped its last handle. Keep the PerWorkerIterator or "
+                     "PerWorkerResource alive while closures use it.")));
+  }
+  return object;
+}
+
 absl::StatusOr<std::optional<Structure>> WorkerContext::get_next(const Structure& handle) const {
+  PSFLOW_ASSIGN_OR_RETURN(const PerWorkerHandle parsed,
+                          parse_per_worker_handle(handle, &PerWorkerIterator::is_handle,
+                                                  internal::kPerWorkerIteratorMarker, "dataset_fn",
+                                                  "iterator (PerWorkerDataset::iter().handle())"));
   PSFLOW_ASSIGN_OR_RETURN(
-      const PerWorkerHandle parsed,
-      parse_per_worker_handle(handle, &PerWorkerIterator::is_handle, "psflow_per_worker_iterator",
-                              "dataset_fn", "iterator (PerWorkerDataset::iter().handle())"));
-  auto& state =
-      resources_->get_or_create<WorkerIterator>(absl::StrCat("psflow/iterator/", *parsed.id));
+      std::shared_ptr<WorkerIterator> shared,
+      per_worker_object<WorkerIterator>(internal::per_worker_iterator_key(*parsed.id), *parsed.id,
+                                        "iterator over per-worker dataset", *parsed.fn));
+  WorkerIterator& state = *shared;
   if (state.iterator == nullptr && state.build_error.ok()) {
     absl::StatusOr<DatasetFunction> fn = DatasetRegistry::global().lookup(*parsed.fn);
     absl::StatusOr<Dataset> dataset =
@@ -109,7 +139,7 @@ absl::StatusOr<std::optional<Structure>> WorkerContext::get_next(const Structure
                                     worker_index_, ": ", dataset.status().message()));
     }
   }
-  if (!state.build_error.ok()) return state.build_error;
+  if (!state.build_error.ok()) return record_input_error(state.build_error);
   return state.iterator->get_next();
 }
 
@@ -143,25 +173,30 @@ std::string type_name(const std::type_info& type) {
 }  // namespace
 
 absl::StatusOr<WorkerResource> WorkerContext::resource(const Structure& handle) const {
-  PSFLOW_ASSIGN_OR_RETURN(
-      const PerWorkerHandle parsed,
-      parse_per_worker_handle(handle, &PerWorkerResource::is_handle, "psflow_per_worker_resource",
-                              "resource_fn", "resource (PerWorkerResource::handle())"));
+  PSFLOW_ASSIGN_OR_RETURN(const PerWorkerHandle parsed,
+                          parse_per_worker_handle(handle, &PerWorkerResource::is_handle,
+                                                  internal::kPerWorkerResourceMarker, "resource_fn",
+                                                  "resource (PerWorkerResource::handle())"));
   const std::string& fn_name = *parsed.fn;
-  auto& slot =
-      resources_->get_or_create<ResourceSlot>(absl::StrCat("psflow/resource/", *parsed.id));
+  PSFLOW_ASSIGN_OR_RETURN(
+      std::shared_ptr<ResourceSlot> shared,
+      per_worker_object<ResourceSlot>(internal::per_worker_resource_key(*parsed.id), *parsed.id,
+                                      "per-worker resource", fn_name));
+  ResourceSlot& slot = *shared;
   absl::MutexLock lock(&slot.mu);
   if (!slot.value.empty()) return slot.value;
-  PSFLOW_ASSIGN_OR_RETURN(ResourceFunction fn, ResourceRegistry::global().lookup(fn_name));
+  absl::StatusOr<ResourceFunction> fn = ResourceRegistry::global().lookup(fn_name);
   absl::StatusOr<WorkerResource> built =
-      fn(ResourceContext{worker_index_, num_workers_}, *parsed.args);
+      fn.ok() ? (*fn)(ResourceContext{worker_index_, num_workers_}, *parsed.args)
+              : absl::StatusOr<WorkerResource>(fn.status());
   if (built.ok() && built->empty()) {
     built = absl::InternalError("it returned an empty WorkerResource");
   }
   if (!built.ok()) {
-    return absl::Status(built.status().code(),
-                        absl::StrCat("building per-worker resource '", fn_name, "' on worker ",
-                                     worker_index_, ": ", built.status().message()));
+    return record_input_error(
+        absl::Status(built.status().code(),
+                     absl::StrCat("building per-worker resource '", fn_name, "' on worker ",
+                                  worker_index_, ": ", built.status().message())));
   }
   slot.value = *std::move(built);
   return slot.value;

@@ -1,0 +1,33 @@
+// The ExecutorService's per-worker objects: their release (DisposePerWorker)
+// and their counts (GetExecutorStats). See executor_service.h.
+#include <string>
+#include <vector>
+
+#include "rpc/grpc_status.h"
+#include "worker/executor_service.h"
+#include "worker/per_worker_objects.h"
+
+namespace psflow::internal {
+
+grpc::ServerUnaryReactor* ExecutorServiceImpl::DisposePerWorker(
+    grpc::CallbackServerContext* context, const v1::DisposePerWorkerRequest* request,
+    v1::DisposePerWorkerResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  const std::vector<std::string> ids(request->ids().begin(), request->ids().end());
+  // Validated whole before anything is released.
+  if (absl::Status valid = validate_per_worker_ids(ids); !valid.ok()) {
+    reactor->Finish(to_grpc_status(valid));
+    return reactor;
+  }
+  response->set_released(release_per_worker_objects(resources_, ids));
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+void ExecutorServiceImpl::fill_per_worker_stats(v1::GetExecutorStatsResponse& response) const {
+  const PerWorkerObjectCounts counts = count_per_worker_objects(resources_);
+  response.set_per_worker_iterators(counts.iterators);
+  response.set_per_worker_resources(counts.resources);
+}
+
+}  // namespace psflow::internal
