@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "ps/request/grpc_execute_codec.h"
+#include "ps/request/lost_state.h"
 #include "psflow/status_macros.h"
 #include "rpc/grpc_status.h"
 
@@ -126,6 +127,19 @@ absl::Status run(VariableStore& store, size_t max_message_bytes, ExecuteBatch& b
   return absl::OkStatus();
 }
 
+// Finishes an Execute call with `status`. A variable this ps does not hold
+// while it holds none at all means, for a running job, that the ps came
+// back empty after a restart: the answer stays NOT_FOUND with its message,
+// and carries the flag (ps/request/lost_state.h) by which clients report it
+// as a ps failure.
+void finish_execute(grpc::CallbackServerContext* context, grpc::ServerUnaryReactor* reactor,
+                    const absl::Status& status, const VariableStore& store) {
+  if (absl::IsNotFound(status) && store.size() == 0) {
+    context->AddTrailingMetadata(kPsHoldsNothingMetadata, "1");
+  }
+  reactor->Finish(to_grpc_status(status));
+}
+
 }  // namespace
 
 VariableServiceImpl::VariableServiceImpl(const TaskStatus* status,
@@ -147,7 +161,7 @@ grpc::ServerUnaryReactor* VariableServiceImpl::Execute(grpc::CallbackServerConte
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   // The request and response buffers stay valid until Finish().
   auto finish_on_pool = [this, context, reactor, response](auto work) {
-    pool_.schedule([context, reactor, response, work = std::move(work)]() mutable {
+    pool_.schedule([this, context, reactor, response, work = std::move(work)]() mutable {
       // A caller that gave up (deadline, cancellation) before the work
       // started gets nothing applied.
       if (context->IsCancelled()) {
@@ -155,7 +169,7 @@ grpc::ServerUnaryReactor* VariableServiceImpl::Execute(grpc::CallbackServerConte
             grpc::Status(grpc::StatusCode::CANCELLED, "the call was cancelled before it ran"));
         return;
       }
-      reactor->Finish(to_grpc_status(guarded([&] { return work(response); })));
+      finish_execute(context, reactor, guarded([&] { return work(response); }), *store_);
     });
   };
   if (request->Length() > kInlineDecodeBytes) {
@@ -176,7 +190,7 @@ grpc::ServerUnaryReactor* VariableServiceImpl::Execute(grpc::CallbackServerConte
     return run(*store_, options_.max_message_bytes, batch, e, response);
   });
   if (!to_pool.has_value()) {
-    reactor->Finish(to_grpc_status(inline_status));
+    finish_execute(context, reactor, inline_status, *store_);
     return reactor;
   }
   finish_on_pool([this, batch = *std::move(to_pool)](grpc::ByteBuffer* out) mutable {
