@@ -9,6 +9,7 @@
 #include "ps/client/variable_client.h"
 #include "psflow/status_macros.h"
 #include "strategy/client_lookup.h"
+#include "strategy/creation_refusal.h"
 #include "strategy/local_variables.h"
 #include "strategy/name_registry.h"
 #include "strategy/strategy_internal.h"
@@ -74,6 +75,7 @@ absl::StatusOr<ShardedVariable> create_local(const Tensor* value, const Initiali
 absl::StatusOr<ShardedVariable> create_in_current_scope(const Tensor* value,
                                                         const Initializer* init,
                                                         VariableOptions options) {
+  PSFLOW_RETURN_IF_ERROR(internal::check_variable_creation_allowed(options));
   const internal::ThreadScopes& scopes = internal::thread_scopes();
   if (scopes.mixed) {
     return absl::FailedPreconditionError(
@@ -152,6 +154,7 @@ absl::StatusOr<ShardedVariable> ParameterServerStrategy::create_variable(Initial
 absl::StatusOr<ShardedVariable> ParameterServerStrategy::create_impl(const Tensor* value,
                                                                      const Initializer* init,
                                                                      VariableOptions options) {
+  PSFLOW_RETURN_IF_ERROR(internal::check_variable_creation_allowed(options));
   PSFLOW_ASSIGN_OR_RETURN(internal::InitialValue initial,
                           internal::describe_initial_value(value, init));
   const std::string base = base_name(options);

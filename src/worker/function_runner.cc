@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/strings.h"
 #include "psflow/status_macros.h"
+#include "strategy/unscheduled_run.h"
 
 namespace psflow::internal {
 
@@ -12,6 +13,8 @@ absl::StatusOr<Structure> run_registered_function(const FunctionRegistry& regist
                                                   std::string_view function_name,
                                                   WorkerContext& ctx, const Structure& args) {
   PSFLOW_ASSIGN_OR_RETURN(const RegisteredFunction* function, registry.lookup(function_name));
+  // TF's being_scheduled: replicas run here need no warning.
+  ScheduledFunctionScope scheduled;
   try {
     return function->fn(ctx, args);
   } catch (const std::exception& e) {
