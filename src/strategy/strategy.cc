@@ -9,6 +9,7 @@
 #include "ps/client/variable_client.h"
 #include "psflow/status_macros.h"
 #include "strategy/client_lookup.h"
+#include "strategy/creation_hook.h"
 #include "strategy/creation_refusal.h"
 #include "strategy/local_variables.h"
 #include "strategy/name_registry.h"
@@ -66,10 +67,11 @@ absl::StatusOr<ShardedVariable> create_local(const Tensor* value, const Initiali
   }
   const internal::PartitionPlan plan{{initial.shape.empty() ? 0 : initial.shape[0]}, false};
   const std::string name = internal::reserve_local_name(base_name(options), 0);
-  return internal::create_parts(
-      initial, name, plan,
-      {{std::string(internal::kLocalJob), internal::kLocalTask, internal::local_variable_client()}},
-      kDefaultVariableTimeout);
+  return internal::after_creation(
+      options.name, internal::create_parts(initial, name, plan,
+                                           {{std::string(internal::kLocalJob), internal::kLocalTask,
+                                             internal::local_variable_client()}},
+                                           kDefaultVariableTimeout));
 }
 
 absl::StatusOr<ShardedVariable> create_in_current_scope(const Tensor* value,
@@ -143,12 +145,16 @@ ColocationScope ParameterServerStrategy::colocate_vars_with(const ShardedVariabl
 
 absl::StatusOr<ShardedVariable> ParameterServerStrategy::create_variable(Tensor initial_value,
                                                                          VariableOptions options) {
-  return create_impl(&initial_value, nullptr, std::move(options));
+  const std::string requested = options.name;
+  return internal::after_creation(requested,
+                                  create_impl(&initial_value, nullptr, std::move(options)));
 }
 
 absl::StatusOr<ShardedVariable> ParameterServerStrategy::create_variable(Initializer initial_value,
                                                                          VariableOptions options) {
-  return create_impl(nullptr, &initial_value, std::move(options));
+  const std::string requested = options.name;
+  return internal::after_creation(requested,
+                                  create_impl(nullptr, &initial_value, std::move(options)));
 }
 
 absl::StatusOr<ShardedVariable> ParameterServerStrategy::create_impl(const Tensor* value,
