@@ -105,6 +105,53 @@ class Checkpoint {
   std::optional<Optimizer> optimizer_;
 };
 
+// TF's delayed restore (restore-on-create): a checkpoint restored before
+// the variables it holds exist. While the guard lives, every variable
+// created on this thread (create_variable in or outside a strategy scope,
+// strategy->create_variable) whose requested name (VariableOptions::name)
+// is the name of a variable saved in the checkpoint gets the saved value,
+// optimizer slots and step counts before create_variable returns it, as
+// TF restores a variable when it joins the checkpointed object graph.
+// Sharded or not, and into another part layout (another partitioner or
+// number of ps tasks: see resharding above). Each saved variable is
+// restored once, into the first variable created under its name.
+//
+//   auto restoring = *RestoreOnCreate::start("/ckpts/ckpt-200");
+//   {
+//     StrategyScope scope = strategy->scope();
+//     ShardedVariable w = *create_variable(initial, {.name = "dense/kernel"});
+//   }  // w holds the saved "dense/kernel", resharded for this strategy
+//   PSFLOW_RETURN_IF_ERROR(restoring->assert_consumed());
+//
+// Each restore checks the whole checkpoint as Checkpoint::restore does,
+// so a large checkpoint costs a read per variable restored.
+// Thread-safety: a thread-local guard: use it on the thread that made it,
+// which is the only one whose creations it sees; not movable.
+class RestoreOnCreate {
+ public:
+  // Reads and checks checkpoint `path` (index, every file's size and CRC32,
+  // its tensors) and installs the guard; restores nothing yet. Errors as
+  // Checkpoint::restore's reading phase (NOT_FOUND for no checkpoint).
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<RestoreOnCreate>> start(std::string path);
+
+  ~RestoreOnCreate();
+  RestoreOnCreate(const RestoreOnCreate&) = delete;
+  RestoreOnCreate& operator=(const RestoreOnCreate&) = delete;
+
+  // The saved variables restored so far, and those still waiting for a
+  // variable of their name, sorted.
+  [[nodiscard]] std::vector<std::string> restored() const;
+  [[nodiscard]] std::vector<std::string> pending() const;
+  // TF's status.assert_consumed(): OK once every saved variable has been
+  // restored, else FAILED_PRECONDITION naming those that have not.
+  [[nodiscard]] absl::Status assert_consumed() const;
+
+ private:
+  struct State;
+  explicit RestoreOnCreate(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+};
+
 // TF's tf.train.CheckpointManager: numbered checkpoints "ckpt-<N>" in one
 // directory, the newest `max_to_keep` kept. N is the optimizer's
 // iterations at the time of the save when the checkpoint tracks an

@@ -110,6 +110,11 @@ struct ClusterCoordinatorOptions {
   // default) starts every worker at once; negative durations are refused.
   absl::Duration schedule_start_delay = absl::ZeroDuration();
   absl::Duration schedule_start_delay_max = absl::ZeroDuration();
+
+  // Field by field (create() for a strategy that has a coordinator needs
+  // the options that coordinator was made with).
+  friend bool operator==(const ClusterCoordinatorOptions&,
+                         const ClusterCoordinatorOptions&) = default;
 };
 
 // Runs closures (a registered function and its arguments) on a pool of
@@ -140,14 +145,26 @@ class ClusterCoordinator {
   // TF's ClusterCoordinator(strategy): one gRPC connection per worker task
   // of the strategy's cluster. Connections are lazy: a worker that is down
   // fails its closures over to the others (and is retried with backoff).
+  //
+  // One coordinator per strategy, as TF's (a per-strategy singleton): while
+  // a coordinator made for `strategy` lives, create() returns another
+  // handle to that same coordinator (one queue, one set of workers, one
+  // error state: a closure scheduled through one handle is joined, and its
+  // error reported, through any of them) rather than a second, independent
+  // one. The coordinator stops when its last handle is destroyed (TF: when
+  // the strategy releases it); a create() after that makes a new one.
+  // TF ignores the arguments of the later calls; here they must equal the
+  // first call's `options`, else FAILED_PRECONDITION (a different queue
+  // bound or timeout would silently not apply).
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<ClusterCoordinator>> create(
       const ParameterServerStrategy& strategy, ClusterCoordinatorOptions options = {});
   // Workers that run functions on their own threads in this process.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<ClusterCoordinator>> create_in_process(
       int num_workers, ClusterCoordinatorOptions options = {});
 
-  // Cancels queued closures (CANCELLED), asks running ones to stop, waits
-  // for them, and stops every thread. RemoteValues stay usable.
+  // The last handle of a coordinator cancels queued closures (CANCELLED),
+  // asks running ones to stop, waits for them, and stops every thread.
+  // RemoteValues stay usable.
   ~ClusterCoordinator();
   ClusterCoordinator(const ClusterCoordinator&) = delete;
   ClusterCoordinator& operator=(const ClusterCoordinator&) = delete;
@@ -232,9 +249,10 @@ class ClusterCoordinator {
 
  private:
   friend struct internal::CoordinatorAccess;
-  explicit ClusterCoordinator(std::unique_ptr<internal::Cluster> cluster);
+  explicit ClusterCoordinator(std::shared_ptr<internal::Cluster> cluster);
 
-  std::unique_ptr<internal::Cluster> cluster_;
+  // Shared by the handles create() gave for one strategy.
+  std::shared_ptr<internal::Cluster> cluster_;
 };
 
 }  // namespace psflow

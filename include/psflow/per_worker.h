@@ -89,6 +89,15 @@ class DatasetRegistry : public NamedRegistry<DatasetRegistry, DatasetFunction> {
   [[nodiscard]] absl::Status register_dataset(std::string name, DatasetFunction fn) {
     return register_function(std::move(name), std::move(fn));
   }
+  // The function registered under `name` (NOT_FOUND with close names
+  // otherwise), as every worker runs it: a variable it creates is refused
+  // (INVALID_ARGUMENT "Creating variables in `dataset_fn` is not allowed",
+  // TF's ValueError), since it would live on that worker only. So the
+  // per-worker dataset fails to build on the worker, and no closure reads
+  // from it. (TF traces dataset_fn on the coordinator and refuses at
+  // create_per_worker_dataset; psflow's dataset functions run on workers
+  // only, so the refusal comes when a worker builds its copy.)
+  [[nodiscard]] absl::StatusOr<DatasetFunction> lookup(std::string_view name) const;
 };
 
 // Registers at static initialisation; aborts on a duplicate name.

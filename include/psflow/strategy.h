@@ -35,8 +35,9 @@ namespace psflow {
 class ParameterServerStrategy;
 namespace internal {
 class NameRegistry;
-class VariableClient;   // one ps task's VariableService client (runtime)
-struct StrategyAccess;  // the runtime's constructor with its own clients (tests)
+class VariableClient;            // one ps task's VariableService client (runtime)
+struct StrategyAccess;           // the runtime's constructor with its own clients (tests)
+struct StrategyCoordinatorSlot;  // the strategy's coordinator (ClusterCoordinator::create)
 }  // namespace internal
 
 // A partition-aware initial value (TF's callable `initial_value` taking
@@ -177,6 +178,7 @@ class ParameterServerStrategy {
 
  private:
   friend struct internal::StrategyAccess;
+  friend struct internal::StrategyCoordinatorSlot;
   ParameterServerStrategy(ClusterSpec spec, Partitioner partitioner,
                           std::vector<std::shared_ptr<internal::VariableClient>> ps_clients,
                           absl::Duration timeout);
@@ -192,6 +194,11 @@ class ParameterServerStrategy {
   // TF's extended._variable_count: variables and shards placed so far.
   int64_t variable_count_ ABSL_GUARDED_BY(mu_) = 0;
   std::unique_ptr<internal::NameRegistry> names_ ABSL_GUARDED_BY(mu_);
+  // The coordinator made for this strategy while it lives (TF keeps one
+  // per strategy), weakly: the coordinator layer's own record, type-erased
+  // because that layer sits above this one.
+  mutable absl::Mutex coordinator_mu_;
+  mutable std::weak_ptr<void> coordinator_ ABSL_GUARDED_BY(coordinator_mu_);
 };
 
 // TF's tf.Variable(initial_value, name=...): inside a strategy scope, the

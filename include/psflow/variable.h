@@ -69,8 +69,9 @@ struct IndexedSlices {
 // concurrent updates from any number of threads and processes never lose
 // one another. Operations block until the task answers; errors carry TF's
 // codes (INVALID_ARGUMENT for bad input, NOT_FOUND for a variable the task
-// does not hold, UNAVAILABLE / DEADLINE_EXCEEDED for an unreachable task)
-// and name the variable and task.
+// does not hold, UNAVAILABLE / DEADLINE_EXCEEDED for an unreachable task,
+// and UNAVAILABLE, a ps failure as in TF, for a ps that came back empty
+// after a restart) and name the variable and task.
 //
 // A default-constructed Variable is empty: valid() is false and every
 // operation is FAILED_PRECONDITION.

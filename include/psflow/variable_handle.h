@@ -93,6 +93,8 @@ class VariableClientLookup {
   VariableClientLookup(std::nullptr_t) {}  // NOLINT(google-explicit-constructor): "no lookup"
 
   [[nodiscard]] explicit operator bool() const { return finder_ != nullptr; }
+  // Whether both reach tasks through the same lookup (copies of one).
+  friend bool operator==(const VariableClientLookup&, const VariableClientLookup&) = default;
 
  private:
   friend struct internal::VariableClientLookupAccess;

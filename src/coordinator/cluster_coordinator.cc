@@ -12,6 +12,7 @@
 #include "coordinator/remote_structure_walk.h"
 #include "psflow/status_macros.h"
 #include "psflow/strategy.h"
+#include "strategy/coordinator_slot.h"
 #include "worker/per_worker_lease.h"
 
 namespace psflow {
@@ -40,32 +41,72 @@ absl::StatusOr<std::unique_ptr<ClusterCoordinator>> ClusterCoordinator::create_i
   return internal::create_coordinator(std::move(workers), options);
 }
 
+namespace {
+
+// A strategy's coordinator as the strategy remembers it
+// (strategy/coordinator_slot.h): its cluster and the options it was made
+// with. Thread-safety: immutable but for the cluster, which is thread-safe.
+struct StrategyCoordinator {
+  StrategyCoordinator(std::vector<std::unique_ptr<WorkerConnection>> workers,
+                      const ClusterCoordinatorOptions& options,
+                      std::vector<internal::TaskHeartbeats::Task> heartbeats)
+      : options(options), cluster(std::move(workers), options, std::move(heartbeats)) {}
+
+  const ClusterCoordinatorOptions options;
+  Cluster cluster;
+};
+
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<ClusterCoordinator>> ClusterCoordinator::create(
     const ParameterServerStrategy& strategy, ClusterCoordinatorOptions options) {
   const ClusterSpec& spec = strategy.cluster_spec();
-  std::vector<std::unique_ptr<WorkerConnection>> workers;
-  for (int index : spec.task_indices(kWorkerJob)) {
-    if (index != static_cast<int>(workers.size())) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "Worker tasks must be numbered 0..n-1 without gaps; the cluster has worker ", index,
-          " but no worker ", workers.size(), ". The cluster spec is ", spec.to_json()));
-    }
-    PSFLOW_ASSIGN_OR_RETURN(std::string address, spec.task_address(kWorkerJob, index));
-    workers.push_back(make_grpc_worker_connection(address, index, options.worker_timeout));
-  }
-  std::vector<internal::TaskHeartbeats::Task> heartbeats;
-  for (const std::string_view job : {kWorkerJob, kPsJob}) {
-    for (int index : spec.task_indices(job)) {
-      PSFLOW_ASSIGN_OR_RETURN(std::string address, spec.task_address(job, index));
-      heartbeats.push_back(internal::heartbeat_task(address, job, index));
-    }
-  }
-  return CoordinatorAccess::create(std::move(workers), std::move(options), std::move(heartbeats));
+  // Kept beyond the slot's lock: if this is the last reference, the
+  // coordinator stops outside it.
+  std::shared_ptr<StrategyCoordinator> record;
+  return internal::StrategyCoordinatorSlot::with_slot(
+      strategy,
+      [&](std::weak_ptr<void>& slot) -> absl::StatusOr<std::unique_ptr<ClusterCoordinator>> {
+        record = std::static_pointer_cast<StrategyCoordinator>(slot.lock());
+        if (record != nullptr && !(record->options == options)) {
+          return absl::FailedPreconditionError(
+              "This strategy already has a ClusterCoordinator, made with other options; TF "
+              "keeps one coordinator per strategy. Use that one (create() with the same options "
+              "returns it), or destroy every handle to it before making one with new options.");
+        }
+        if (record == nullptr) {
+          std::vector<std::unique_ptr<WorkerConnection>> workers;
+          for (int index : spec.task_indices(kWorkerJob)) {
+            if (index != static_cast<int>(workers.size())) {
+              return absl::InvalidArgumentError(absl::StrCat(
+                  "Worker tasks must be numbered 0..n-1 without gaps; the cluster has worker ",
+                  index, " but no worker ", workers.size(), ". The cluster spec is ",
+                  spec.to_json()));
+            }
+            PSFLOW_ASSIGN_OR_RETURN(std::string address, spec.task_address(kWorkerJob, index));
+            workers.push_back(make_grpc_worker_connection(address, index, options.worker_timeout));
+          }
+          if (workers.empty()) {
+            return absl::InvalidArgumentError("A ClusterCoordinator needs at least one worker.");
+          }
+          PSFLOW_RETURN_IF_ERROR(internal::validate_coordinator_options(options));
+          std::vector<internal::TaskHeartbeats::Task> heartbeats;
+          for (const std::string_view job : {kWorkerJob, kPsJob}) {
+            for (int index : spec.task_indices(job)) {
+              PSFLOW_ASSIGN_OR_RETURN(std::string address, spec.task_address(job, index));
+              heartbeats.push_back(internal::heartbeat_task(address, job, index));
+            }
+          }
+          record = std::make_shared<StrategyCoordinator>(std::move(workers), options,
+                                                         std::move(heartbeats));
+          slot = record;
+        }
+        return std::unique_ptr<ClusterCoordinator>(
+            new ClusterCoordinator(std::shared_ptr<Cluster>(record, &record->cluster)));
+      });
 }
 
-absl::StatusOr<std::unique_ptr<ClusterCoordinator>> internal::CoordinatorAccess::create(
-    std::vector<std::unique_ptr<WorkerConnection>> workers, ClusterCoordinatorOptions options,
-    std::vector<internal::TaskHeartbeats::Task> heartbeats) {
+absl::Status internal::validate_coordinator_options(const ClusterCoordinatorOptions& options) {
   if (options.heartbeat_interval > absl::ZeroDuration() &&
       options.heartbeat_timeout <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError(
@@ -73,14 +114,6 @@ absl::StatusOr<std::unique_ptr<ClusterCoordinator>> internal::CoordinatorAccess:
                      "are on (heartbeat_interval ",
                      absl::FormatDuration(options.heartbeat_interval), "); it is ",
                      absl::FormatDuration(options.heartbeat_timeout), "."));
-  }
-  if (workers.empty()) {
-    return absl::InvalidArgumentError("A ClusterCoordinator needs at least one worker.");
-  }
-  for (size_t i = 0; i < workers.size(); ++i) {
-    if (workers[i] == nullptr) {
-      return absl::InvalidArgumentError(absl::StrCat("Worker connection ", i, " is null."));
-    }
   }
   if (options.schedule_start_delay < absl::ZeroDuration() ||
       options.schedule_start_delay_max < absl::ZeroDuration()) {
@@ -96,8 +129,23 @@ absl::StatusOr<std::unique_ptr<ClusterCoordinator>> internal::CoordinatorAccess:
                      "1; got ",
                      options.per_worker_dispose_batch_size, "."));
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<ClusterCoordinator>> internal::CoordinatorAccess::create(
+    std::vector<std::unique_ptr<WorkerConnection>> workers, ClusterCoordinatorOptions options,
+    std::vector<internal::TaskHeartbeats::Task> heartbeats) {
+  if (workers.empty()) {
+    return absl::InvalidArgumentError("A ClusterCoordinator needs at least one worker.");
+  }
+  for (size_t i = 0; i < workers.size(); ++i) {
+    if (workers[i] == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat("Worker connection ", i, " is null."));
+    }
+  }
+  PSFLOW_RETURN_IF_ERROR(internal::validate_coordinator_options(options));
   return std::unique_ptr<ClusterCoordinator>(new ClusterCoordinator(
-      std::make_unique<Cluster>(std::move(workers), options, std::move(heartbeats))));
+      std::make_shared<Cluster>(std::move(workers), options, std::move(heartbeats))));
 }
 
 absl::StatusOr<std::unique_ptr<ClusterCoordinator>> internal::create_coordinator(
@@ -105,7 +153,7 @@ absl::StatusOr<std::unique_ptr<ClusterCoordinator>> internal::create_coordinator
   return CoordinatorAccess::create(std::move(workers), std::move(options));
 }
 
-ClusterCoordinator::ClusterCoordinator(std::unique_ptr<Cluster> cluster)
+ClusterCoordinator::ClusterCoordinator(std::shared_ptr<Cluster> cluster)
     : cluster_(std::move(cluster)) {}
 
 ClusterCoordinator::~ClusterCoordinator() = default;

@@ -22,6 +22,11 @@ struct CoordinatorAccess {
       std::vector<TaskHeartbeats::Task> heartbeats = {});
 };
 
+// INVALID_ARGUMENT naming the option for options no coordinator can run
+// with: heartbeats without a timeout, negative start delays, a dispose
+// batch below 1. Every way of making a coordinator checks them.
+[[nodiscard]] absl::Status validate_coordinator_options(const ClusterCoordinatorOptions& options);
+
 // One connection per worker, index = position. INVALID_ARGUMENT for no
 // workers or a null connection.
 [[nodiscard]] absl::StatusOr<std::unique_ptr<ClusterCoordinator>> create_coordinator(

@@ -15,6 +15,7 @@
 #include "strategy/reduce_nest.h"
 #include "strategy/replica_collective.h"
 #include "strategy/thread_scopes.h"
+#include "strategy/unscheduled_run.h"
 
 namespace psflow {
 
@@ -105,6 +106,7 @@ absl::StatusOr<PerReplica> ReplicaGroup::run(const ReplicaFn& fn,
                                              std::vector<DistributedNest> args) const {
   PSFLOW_RETURN_IF_ERROR(not_in_replica_context("run", " (runs do not nest)"));
   if (!fn) return absl::InvalidArgumentError("run: fn is empty");
+  internal::warn_if_unscheduled_run("run");
   const int n = num_replicas_;
   // Select every replica's arguments first, so that a bad argument fails
   // before any replica runs.
@@ -152,6 +154,7 @@ absl::StatusOr<PerReplica> ReplicaGroup::run(const ReplicaFn& fn,
 
 absl::StatusOr<Structure> ReplicaGroup::reduce(ReduceOp op, const DistributedNest& value,
                                                std::optional<int> axis) const {
+  internal::warn_if_unscheduled_run("reduce");
   std::optional<std::vector<int>> axes;
   if (axis.has_value()) axes = std::vector<int>{*axis};
   return reduce_nest(num_replicas_, op, value, axes);
@@ -159,6 +162,7 @@ absl::StatusOr<Structure> ReplicaGroup::reduce(ReduceOp op, const DistributedNes
 
 absl::StatusOr<Structure> ReplicaGroup::reduce(ReduceOp op, const DistributedNest& value,
                                                std::vector<int> axes) const {
+  internal::warn_if_unscheduled_run("reduce");
   return reduce_nest(num_replicas_, op, value, std::move(axes));
 }
 

@@ -42,6 +42,15 @@ internal::ShardLayout layout_of(const std::vector<Variable>& parts) {
 }
 
 std::shared_ptr<const ShardedState> make_state(std::vector<Variable> parts, std::string name) {
+  if (parts.size() > 1) {
+    // The container's own handles to its parts say whose parts they are
+    // (the caller's handles stay plain variables).
+    for (Variable& p : parts) {
+      auto marked = std::make_shared<internal::VariableState>(VariableAccess::state(p));
+      marked->sharded_container = name;
+      p = VariableAccess::make(std::move(marked));
+    }
+  }
   auto state = std::make_shared<ShardedState>();
   state->name = std::move(name);
   state->dtype = parts[0].dtype();
@@ -159,6 +168,16 @@ absl::StatusOr<ShardedVariable> ShardedVariable::create(std::vector<Variable> pa
   for (size_t i = 0; i < parts.size(); ++i) {
     PSFLOW_RETURN_IF_ERROR(internal::check_valid(parts[i]));
     const Variable& p = parts[i];
+    if (const std::string& container = VariableAccess::state(p).sharded_container;
+        !container.empty()) {
+      // TF: "`SaveSliceInfo` should not be set for all elements": the part
+      // already belongs to a sharded variable, whose layout (and
+      // checkpoint) it is a slice of.
+      return absl::InvalidArgumentError(absl::StrCat(
+          "'", p.name(), "' is already a shard of ShardedVariable '", container,
+          "' and cannot be a part of ShardedVariable '", name, "'; use '", container,
+          "' itself, or build '", name, "' from variables that are not parts of another"));
+    }
     if (p.dtype() != parts[0].dtype()) {
       return absl::InvalidArgumentError(
           absl::StrCat("All elements in `variables` must have the same dtype; '", p.name(), "' is ",

@@ -9,6 +9,8 @@
 #include "ps/client/variable_client.h"
 #include "psflow/status_macros.h"
 #include "strategy/client_lookup.h"
+#include "strategy/creation_hook.h"
+#include "strategy/creation_refusal.h"
 #include "strategy/local_variables.h"
 #include "strategy/name_registry.h"
 #include "strategy/strategy_internal.h"
@@ -67,15 +69,17 @@ absl::StatusOr<ShardedVariable> create_local(const Tensor* value, const Initiali
                           internal::policy_of(options, base_name(options)));
   const internal::PartitionPlan plan{{initial.shape.empty() ? 0 : initial.shape[0]}, false};
   const std::string name = internal::reserve_local_name(base_name(options), 0);
-  return internal::create_parts(
-      initial, name, plan,
-      {{std::string(internal::kLocalJob), internal::kLocalTask, internal::local_variable_client()}},
-      kDefaultVariableTimeout, policy);
+  return internal::after_creation(
+      options.name, internal::create_parts(initial, name, plan,
+                                           {{std::string(internal::kLocalJob), internal::kLocalTask,
+                                             internal::local_variable_client()}},
+                                           kDefaultVariableTimeout, policy));
 }
 
 absl::StatusOr<ShardedVariable> create_in_current_scope(const Tensor* value,
                                                         const Initializer* init,
                                                         VariableOptions options) {
+  PSFLOW_RETURN_IF_ERROR(internal::check_variable_creation_allowed(options));
   const internal::ThreadScopes& scopes = internal::thread_scopes();
   if (scopes.mixed) {
     return absl::FailedPreconditionError(
@@ -143,17 +147,22 @@ ColocationScope ParameterServerStrategy::colocate_vars_with(const ShardedVariabl
 
 absl::StatusOr<ShardedVariable> ParameterServerStrategy::create_variable(Tensor initial_value,
                                                                          VariableOptions options) {
-  return create_impl(&initial_value, nullptr, std::move(options));
+  const std::string requested = options.name;
+  return internal::after_creation(requested,
+                                  create_impl(&initial_value, nullptr, std::move(options)));
 }
 
 absl::StatusOr<ShardedVariable> ParameterServerStrategy::create_variable(Initializer initial_value,
                                                                          VariableOptions options) {
-  return create_impl(nullptr, &initial_value, std::move(options));
+  const std::string requested = options.name;
+  return internal::after_creation(requested,
+                                  create_impl(nullptr, &initial_value, std::move(options)));
 }
 
 absl::StatusOr<ShardedVariable> ParameterServerStrategy::create_impl(const Tensor* value,
                                                                      const Initializer* init,
                                                                      VariableOptions options) {
+  PSFLOW_RETURN_IF_ERROR(internal::check_variable_creation_allowed(options));
   PSFLOW_ASSIGN_OR_RETURN(internal::InitialValue initial,
                           internal::describe_initial_value(value, init));
   const std::string base = base_name(options);

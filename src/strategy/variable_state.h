@@ -41,6 +41,10 @@ struct VariableState {
   // (WorkerContext::variable / bind); null elsewhere. Updates made through
   // the handle carry them, so that a retried closure's updates apply once.
   std::shared_ptr<UpdateKeys> update_keys;
+  // The ShardedVariable of two or more parts this handle is a part of (its
+  // name), as its variables() give it; empty for a variable on its own.
+  // TF's SaveSliceInfo: such a part cannot go into another ShardedVariable.
+  std::string sharded_container;
 };
 
 // A ShardedVariable's parts and their row layout.

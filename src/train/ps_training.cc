@@ -102,7 +102,6 @@ class PsTraining final : public TrainingSession {
   std::unique_ptr<ClusterCoordinator> coordinator_;
   std::unique_ptr<StatusEndpoint> status_;  // before coordinator_ in destruction
   std::optional<RemoteStructure> args_;     // every closure's
-  std::optional<RemoteStructure> args_;  // every closure's
   // The training data's iterator, whose handle args_ carries: kept for the
   // whole run, since the workers drop their iterators once it goes.
   PerWorkerIterator train_iterator_;

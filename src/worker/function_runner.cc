@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/strings.h"
 #include "psflow/status_macros.h"
+#include "strategy/unscheduled_run.h"
 #include "worker/per_worker_objects.h"
 
 namespace psflow::internal {
@@ -13,6 +14,8 @@ absl::StatusOr<Structure> run_registered_function(const FunctionRegistry& regist
                                                   std::string_view function_name,
                                                   WorkerContext& ctx, const Structure& args) {
   PSFLOW_ASSIGN_OR_RETURN(const RegisteredFunction* function, registry.lookup(function_name));
+  // TF's being_scheduled: replicas run here need no warning.
+  ScheduledFunctionScope scheduled;
   try {
     absl::StatusOr<Structure> output = function->fn(ctx, args);
     // Whatever the function made of it, its input was at fault (TF fails

@@ -161,6 +161,8 @@ TEST_F(CoordinatorIntegrationTest, UnknownFunctionFailsAtSchedule) {
 TEST_F(CoordinatorIntegrationTest, PipelinedDispatchIsExactAndKeepsTheErrorModel) {
   ClusterCoordinatorOptions options;
   options.max_in_flight_per_worker = 8;
+  // One coordinator per strategy: the fixture's goes first.
+  coordinator_.reset();
   std::unique_ptr<ClusterCoordinator> pipelined =
       ok_value(ClusterCoordinator::create(*strategy_, options));
   ShardedVariable counter;

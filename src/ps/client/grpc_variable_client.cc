@@ -17,6 +17,7 @@
 #include "ps/client/variable_client.h"
 #include "ps/request/execute_batch.h"
 #include "ps/request/grpc_execute_codec.h"
+#include "ps/request/lost_state.h"
 #include "rpc/allocator_tuning.h"
 #include "rpc/channel.h"
 #include "rpc/grpc_status.h"
@@ -128,7 +129,15 @@ class GrpcVariableClient final : public VariableClient {
                          results.status().message())));
       }
     } else {
-      results = annotate(from_grpc_status(status));
+      absl::Status error = annotate(from_grpc_status(status));
+      // The ps came back empty (ps/request/lost_state.h): passed on for
+      // ps/client/ps_failure.h to report as a ps failure.
+      const auto& trailers = call->context.GetServerTrailingMetadata();
+      if (absl::IsNotFound(error) &&
+          trailers.find(grpc::string_ref(kPsHoldsNothingMetadata)) != trailers.end()) {
+        error.SetPayload(kPsHoldsNothingPayload, absl::Cord("1"));
+      }
+      results = std::move(error);
     }
     call->done(std::move(results));
     // Last use of `this`: the call (context and buffers) is freed under the

@@ -12,6 +12,7 @@
 #include "absl/functional/any_invocable.h"
 #include "absl/random/random.h"
 #include "absl/synchronization/mutex.h"
+#include "ps/client/ps_failure.h"
 #include "rpc/grpc_status.h"
 
 namespace psflow::internal {
@@ -193,7 +194,8 @@ std::unique_ptr<VariableClient> make_retrying_variable_client(std::unique_ptr<Va
 }
 
 std::unique_ptr<VariableClient> make_ps_client(const std::string& target, std::string task_name) {
-  return make_retrying_variable_client(make_grpc_variable_client(target, std::move(task_name)));
+  return make_ps_failure_client(
+      make_retrying_variable_client(make_grpc_variable_client(target, std::move(task_name))));
 }
 
 }  // namespace psflow::internal

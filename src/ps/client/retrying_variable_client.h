@@ -48,7 +48,8 @@ struct RetryPolicy {
     std::unique_ptr<VariableClient> inner, RetryPolicy policy = {});
 
 // How every role reaches a ps task: the gRPC client of `target` with the
-// default retries.
+// default retries, its ps failures reported as UNAVAILABLE
+// (ps/client/ps_failure.h).
 [[nodiscard]] std::unique_ptr<VariableClient> make_ps_client(const std::string& target,
                                                              std::string task_name);
 

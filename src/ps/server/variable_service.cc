@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "ps/request/grpc_execute_codec.h"
+#include "ps/request/lost_state.h"
 #include "psflow/status_macros.h"
 #include "rpc/grpc_status.h"
 
@@ -126,6 +127,19 @@ absl::Status run(VariableStore& store, size_t max_message_bytes, ExecuteBatch& b
   return absl::OkStatus();
 }
 
+// Finishes an Execute call with `status`. A variable this ps does not hold
+// while it holds none at all means, for a running job, that the ps came
+// back empty after a restart: the answer stays NOT_FOUND with its message,
+// and carries the flag (ps/request/lost_state.h) by which clients report it
+// as a ps failure.
+void finish_execute(grpc::CallbackServerContext* context, grpc::ServerUnaryReactor* reactor,
+                    const absl::Status& status, const VariableStore& store) {
+  if (absl::IsNotFound(status) && store.size() == 0) {
+    context->AddTrailingMetadata(kPsHoldsNothingMetadata, "1");
+  }
+  reactor->Finish(to_grpc_status(status));
+}
+
 }  // namespace
 
 VariableServiceImpl::VariableServiceImpl(const TaskStatus* status,
@@ -148,9 +162,9 @@ grpc::ServerUnaryReactor* VariableServiceImpl::Execute(grpc::CallbackServerConte
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   // The request and response buffers stay valid until Finish().
   // Every outcome but success is also in the task's log (rate-limited).
-  auto finish = [this, reactor](const absl::Status& status) {
+  auto finish = [this, context, reactor](const absl::Status& status) {
     status_->note_error("Execute", status);
-    reactor->Finish(to_grpc_status(status));
+    finish_execute(context, reactor, status, *store_);
   };
   auto finish_on_pool = [this, context, response, finish](auto work) {
     pool_.schedule([context, response, finish, work = std::move(work)]() mutable {
