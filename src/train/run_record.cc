@@ -108,23 +108,27 @@ absl::StatusOr<TrainSummary> record_from_json(const json& j) {
 
 }  // namespace
 
+json train_options_json(const TrainOptions& o) {
+  return {{"model", o.model},
+          {"strategy", o.strategy},
+          {"epochs", o.epochs},
+          {"batch_size", o.batch_size},
+          {"optimizer", o.optimizer},
+          {"learning_rate", o.learning_rate},
+          {"lr_schedule", o.lr_schedule},
+          {"steps_per_execution", o.steps_per_execution},
+          {"seed", o.seed},
+          {"data_dir", o.data_dir},
+          {"partitioner", o.partitioner},
+          {"ps_recovery", o.ps_recovery},
+          {"ps_recovery_timeout_seconds", o.ps_recovery_timeout_seconds},
+          {"max_ps_recoveries", o.max_ps_recoveries}};
+}
+
 std::string invocation_options_json(const TrainOptions& o, const TrainSummary& run) {
-  json options = {{"model", o.model},
-                  {"strategy", o.strategy},
-                  {"epochs", o.epochs},
-                  {"batch_size", o.batch_size},
-                  {"optimizer", o.optimizer},
-                  {"learning_rate", o.learning_rate},
-                  {"lr_schedule", o.lr_schedule},
-                  {"steps_per_execution", o.steps_per_execution},
-                  {"seed", o.seed},
-                  {"data_dir", o.data_dir},
-                  {"partitioner", o.partitioner},
-                  {"ps_recovery", o.ps_recovery},
-                  {"ps_recovery_timeout_seconds", o.ps_recovery_timeout_seconds},
-                  {"max_ps_recoveries", o.max_ps_recoveries},
-                  {"num_ps", run.num_ps},
-                  {"num_workers", run.num_workers}};
+  json options = train_options_json(o);
+  options["num_ps"] = run.num_ps;
+  options["num_workers"] = run.num_workers;
   if (o.strategy == kMirroredStrategy) options["replicas"] = o.replicas;
   return options.dump();
 }

@@ -23,6 +23,10 @@ namespace psflow::internal {
 inline constexpr char kRunRecordFile[] = "run_record.json";
 inline constexpr char kSummaryFile[] = "summary.json";
 
+// Every TrainOptions field that shapes a run, as a JSON object (the one
+// list of them: summary.json's top level and each invocation's options).
+[[nodiscard]] nlohmann::json train_options_json(const TrainOptions& options);
+
 // The options an invocation ran with, as a JSON object: every TrainOptions
 // field that shapes the run, and the cluster `run` describes (num_ps,
 // num_workers; replicas for the mirrored strategy).

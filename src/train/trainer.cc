@@ -167,34 +167,24 @@ absl::StatusOr<TrainSummary> train(const ClusterSpec& spec, const TrainOptions& 
 }
 
 std::string summary_json(const TrainSummary& s, const TrainOptions& o, const Model& model) {
-  nlohmann::json j = {{"model", o.model},
-                      {"strategy", o.strategy},
-                      {"replicas", s.replicas},
-                      {"test_accuracy", s.test_accuracy},
-                      {"test_loss", s.test_loss},
-                      {"epochs", s.epochs},
-                      {"steps", s.steps},
-                      {"restored_steps", s.restored_steps},
-                      {"examples_per_sec", s.examples_per_sec},
-                      {"wall_seconds", s.wall_seconds},
-                      {"num_workers", s.num_workers},
-                      {"num_ps", s.num_ps},
-                      {"optimizer_iterations", s.optimizer_iterations},
-                      {"ps_recoveries", s.ps_recoveries},
-                      {"rolled_back_steps", s.rolled_back_steps},
-                      {"batch_size", o.batch_size},
-                      {"optimizer", o.optimizer},
-                      {"learning_rate", o.learning_rate},
-                      {"lr_schedule", o.lr_schedule},
-                      {"steps_per_execution", o.steps_per_execution},
-                      {"seed", o.seed},
-                      {"data_dir", o.data_dir},
-                      {"partitioner", o.partitioner},
-                      {"ps_recovery", o.ps_recovery},
-                      {"ps_recovery_timeout_seconds", o.ps_recovery_timeout_seconds},
-                      {"max_ps_recoveries", o.max_ps_recoveries},
-                      {"history", history_json(s.history)},
-                      {"invocations", invocations_json(s.invocations)}};
+  // The options first: the run's own figures (e.g. the epochs it reached)
+  // take the place of a same-named option.
+  nlohmann::json j = train_options_json(o);
+  j.update({{"replicas", s.replicas},
+            {"test_accuracy", s.test_accuracy},
+            {"test_loss", s.test_loss},
+            {"epochs", s.epochs},
+            {"steps", s.steps},
+            {"restored_steps", s.restored_steps},
+            {"examples_per_sec", s.examples_per_sec},
+            {"wall_seconds", s.wall_seconds},
+            {"num_workers", s.num_workers},
+            {"num_ps", s.num_ps},
+            {"optimizer_iterations", s.optimizer_iterations},
+            {"ps_recoveries", s.ps_recoveries},
+            {"rolled_back_steps", s.rolled_back_steps},
+            {"history", history_json(s.history)},
+            {"invocations", invocations_json(s.invocations)}});
   if (!s.history.empty()) {
     for (const auto& [name, value] : s.history.back().test.extra) j["test_" + name] = value;
   }

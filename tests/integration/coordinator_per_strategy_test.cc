@@ -16,6 +16,7 @@
 #include "psflow/local_cluster.h"
 #include "psflow/strategy.h"
 #include "psflow/variable.h"
+#include "suite_cluster.h"
 
 namespace psflow::internal {
 namespace {
@@ -24,19 +25,8 @@ using ::testing::HasSubstr;
 
 class CoordinatorPerStrategyTest : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    LocalClusterOptions options;
-    options.num_ps = 1;
-    options.num_workers = 2;
-    options.binary_path = PSFLOW_TESTING_BINARY_PATH;
-    auto cluster = LocalCluster::start(options);
-    ASSERT_TRUE(cluster.ok()) << cluster.status();
-    cluster_ = cluster->release();
-  }
-  static void TearDownTestSuite() {
-    delete cluster_;
-    cluster_ = nullptr;
-  }
+  static void SetUpTestSuite() { start_suite_cluster(cluster_, 1, 2, PSFLOW_TESTING_BINARY_PATH); }
+  static void TearDownTestSuite() { stop_suite_cluster(cluster_); }
   void SetUp() override {
     ASSERT_NE(cluster_, nullptr);
     strategy_ = ok_value(ParameterServerStrategy::create(

@@ -17,6 +17,7 @@
 #include "psflow/local_cluster.h"
 #include "psflow/partitioners.h"
 #include "psflow/strategy.h"
+#include "suite_cluster.h"
 
 namespace psflow::internal {
 namespace {
@@ -30,19 +31,8 @@ const Tensor kBias = Tensor::from_vector<float>({0.5f, -0.5f}, {2});
 
 class DeferredRestoreTest : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    LocalClusterOptions options;
-    options.num_ps = 2;
-    options.num_workers = 1;
-    options.binary_path = PSFLOW_BINARY_PATH;
-    auto cluster = LocalCluster::start(options);
-    ASSERT_TRUE(cluster.ok()) << cluster.status();
-    cluster_ = cluster->release();
-  }
-  static void TearDownTestSuite() {
-    delete cluster_;
-    cluster_ = nullptr;
-  }
+  static void SetUpTestSuite() { start_suite_cluster(cluster_, 2, 1, PSFLOW_BINARY_PATH); }
+  static void TearDownTestSuite() { stop_suite_cluster(cluster_); }
 
   // Saves "emb" (sharded in 2) and "bias" (plain) under stored names of
   // their own, so that the restoring strategy's names do not collide.

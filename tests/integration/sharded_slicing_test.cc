@@ -18,6 +18,7 @@
 #include "psflow/strategy.h"
 #include "psflow/tensor_index.h"
 #include "psflow/variable.h"
+#include "suite_cluster.h"
 
 namespace psflow::internal {
 namespace {
@@ -149,19 +150,8 @@ std::optional<Tensor> reference(const Tensor& x, const std::vector<TensorIndex>&
 
 class ShardedSlicingTest : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    LocalClusterOptions options;
-    options.num_ps = 3;
-    options.num_workers = 1;
-    options.binary_path = PSFLOW_BINARY_PATH;
-    auto cluster = LocalCluster::start(options);
-    ASSERT_TRUE(cluster.ok()) << cluster.status();
-    cluster_ = cluster->release();
-  }
-  static void TearDownTestSuite() {
-    delete cluster_;
-    cluster_ = nullptr;
-  }
+  static void SetUpTestSuite() { start_suite_cluster(cluster_, 3, 1, PSFLOW_BINARY_PATH); }
+  static void TearDownTestSuite() { stop_suite_cluster(cluster_); }
   void SetUp() override { ASSERT_NE(cluster_, nullptr); }
 
   // A variable of `value` split into `shards` parts (TF's div layout).

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -137,6 +138,26 @@ std::string fresh_dir(const std::string& name) {
   return dir;
 }
 
+// Starts a long run of one worker whose closures run kLongClosureSteps
+// steps (with `extra` flags) and pauses the worker once the chief has sent
+// it a training closure: a stop then has a closure in flight that never
+// comes back. Appends the chief's stderr read so far to `err`.
+void start_and_pause_the_worker(const std::string& dir, const std::vector<std::string>& extra,
+                                std::unique_ptr<TestProcess>& train, std::string& err) {
+  std::vector<std::string> argv = train_argv(fresh_dir(dir), 1, 1, kLongRunEpochs);
+  argv.insert(argv.end(), {"--steps-per-execution", kLongClosureSteps});
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  train = std::make_unique<TestProcess>(argv, debug_log_environment());
+  ASSERT_GT(train->pid(), 0);
+  Progress progress;
+  ASSERT_TRUE(read_until(*train, absl::StrCat("epoch 1/", kLongRunEpochs, " ["), progress))
+      << progress.out;
+  ASSERT_EQ(progress.workers.size(), 1u) << progress.out;
+  ASSERT_TRUE(read_until_a_training_closure_is_sent(*train, err)) << err;
+  // Dies with the chief (PR_SET_PDEATHSIG's SIGKILL ends stopped tasks too).
+  ASSERT_EQ(::kill(progress.workers[0], SIGSTOP), 0);
+}
+
 // SIGTERM in the middle of the epoch: the closures in flight are cancelled
 // and come back, a checkpoint of the steps done is saved, the exit status
 // is 143 within the bound. A rerun resumes in the middle of the epoch and
@@ -256,19 +277,11 @@ TEST(StopSignalCliTest, SigtermStopsWithinTheBoundWhenEveryWorkerIsGone) {
 // A closure that never comes back (its worker paused) holds the stop up to
 // --stop-timeout, no longer: then the process exits, 143, saving nothing.
 TEST(StopSignalCliTest, AStopThatCannotFinishEndsAtTheStopTimeout) {
-  std::vector<std::string> argv =
-      train_argv(fresh_dir("psflow-stop-timeout"), 1, 1, kLongRunEpochs);
-  argv.insert(argv.end(), {"--stop-timeout", "2", "--steps-per-execution", kLongClosureSteps});
-  TestProcess train(argv, debug_log_environment());
-  ASSERT_GT(train.pid(), 0);
-  Progress progress;
-  ASSERT_TRUE(read_until(train, absl::StrCat("epoch 1/", kLongRunEpochs, " ["), progress))
-      << progress.out;
-  ASSERT_EQ(progress.workers.size(), 1u) << progress.out;
+  std::unique_ptr<TestProcess> process;
   std::string err;
-  ASSERT_TRUE(read_until_a_training_closure_is_sent(train, err)) << err;
-  // Dies with the chief (PR_SET_PDEATHSIG's SIGKILL ends stopped tasks too).
-  ASSERT_EQ(::kill(progress.workers[0], SIGSTOP), 0);
+  ASSERT_NO_FATAL_FAILURE(
+      start_and_pause_the_worker("psflow-stop-timeout", {"--stop-timeout", "2"}, process, err));
+  TestProcess& train = *process;
   const Stopped stopped = signal_and_wait(train, SIGTERM, absl::Seconds(2) + kSlack);
   err += train.read_stderr(absl::Now() + absl::Seconds(5));
   EXPECT_EQ(stopped.code, 143) << err;
@@ -281,17 +294,10 @@ TEST(StopSignalCliTest, AStopThatCannotFinishEndsAtTheStopTimeout) {
 
 // While the first signal's stop waits, a second one exits at once.
 TEST(StopSignalCliTest, ASecondSignalExitsAtOnce) {
-  std::vector<std::string> argv = train_argv(fresh_dir("psflow-stop-twice"), 1, 1, kLongRunEpochs);
-  argv.insert(argv.end(), {"--steps-per-execution", kLongClosureSteps});
-  TestProcess train(argv, debug_log_environment());
-  ASSERT_GT(train.pid(), 0);
-  Progress progress;
-  ASSERT_TRUE(read_until(train, absl::StrCat("epoch 1/", kLongRunEpochs, " ["), progress))
-      << progress.out;
-  ASSERT_EQ(progress.workers.size(), 1u) << progress.out;
+  std::unique_ptr<TestProcess> process;
   std::string sent;
-  ASSERT_TRUE(read_until_a_training_closure_is_sent(train, sent)) << sent;
-  ASSERT_EQ(::kill(progress.workers[0], SIGSTOP), 0);  // The stop now waits for it.
+  ASSERT_NO_FATAL_FAILURE(start_and_pause_the_worker("psflow-stop-twice", {}, process, sent));
+  TestProcess& train = *process;  // The stop now waits for its worker.
   ASSERT_TRUE(train.signal(SIGTERM));
   const absl::Time deadline = absl::Now() + absl::Seconds(30);
   bool stopping = false;

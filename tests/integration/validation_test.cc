@@ -18,6 +18,7 @@
 #include "psflow/strategy.h"
 #include "psflow/variable.h"
 #include "strategy/unscheduled_run.h"
+#include "suite_cluster.h"
 
 namespace psflow::internal {
 namespace {
@@ -26,19 +27,8 @@ using ::testing::HasSubstr;
 
 class ValidationTest : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    LocalClusterOptions options;
-    options.num_ps = 2;
-    options.num_workers = 2;
-    options.binary_path = PSFLOW_TESTING_BINARY_PATH;
-    auto cluster = LocalCluster::start(options);
-    ASSERT_TRUE(cluster.ok()) << cluster.status();
-    cluster_ = cluster->release();
-  }
-  static void TearDownTestSuite() {
-    delete cluster_;
-    cluster_ = nullptr;
-  }
+  static void SetUpTestSuite() { start_suite_cluster(cluster_, 2, 2, PSFLOW_TESTING_BINARY_PATH); }
+  static void TearDownTestSuite() { stop_suite_cluster(cluster_); }
   void SetUp() override {
     ASSERT_NE(cluster_, nullptr);
     strategy_ = ok_value(

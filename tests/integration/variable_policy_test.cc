@@ -17,6 +17,7 @@
 #include "psflow/local_cluster.h"
 #include "psflow/strategy.h"
 #include "psflow/variable.h"
+#include "suite_cluster.h"
 
 namespace psflow::internal {
 namespace {
@@ -25,19 +26,8 @@ using ::testing::HasSubstr;
 
 class VariablePolicyTest : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    LocalClusterOptions options;
-    options.num_ps = 2;
-    options.num_workers = 1;
-    options.binary_path = PSFLOW_TESTING_BINARY_PATH;
-    auto cluster = LocalCluster::start(options);
-    ASSERT_TRUE(cluster.ok()) << cluster.status();
-    cluster_ = cluster->release();
-  }
-  static void TearDownTestSuite() {
-    delete cluster_;
-    cluster_ = nullptr;
-  }
+  static void SetUpTestSuite() { start_suite_cluster(cluster_, 2, 1, PSFLOW_TESTING_BINARY_PATH); }
+  static void TearDownTestSuite() { stop_suite_cluster(cluster_); }
   void SetUp() override {
     ASSERT_NE(cluster_, nullptr);
     strategy_ = ok_value(ParameterServerStrategy::create(
