@@ -100,6 +100,7 @@ void close_all(const std::vector<int>& fds) {
 // Certificates for the launcher's tasks (its own fresh CA is private to
 // it), made here so that this process can talk to the tasks as their chief;
 // removed at the end of the test.
+// Thread-safety: owned by one test.
 class TestCredentials {
  public:
   TestCredentials() : dir_(make_private_temp_directory("psflow-cli-tls-").value_or("")) {
