@@ -229,8 +229,10 @@ absl::StatusOr<double> train_epoch(bool tls) {
   std::shared_ptr<const TlsCredentials> previous = default_tls();
   if (!tls) set_default_tls(nullptr);
   absl::StatusOr<std::unique_ptr<LocalCluster>> cluster = LocalCluster::start(options);
-  absl::StatusOr<TrainSummary> summary = cluster.status();
-  if (cluster.ok()) {
+  absl::StatusOr<TrainSummary> summary = absl::UnknownError("the cluster did not start");
+  if (!cluster.ok()) {
+    summary = cluster.status();
+  } else {
     TrainOptions train;
     train.epochs = 1;
     train.out = nullptr;

@@ -125,8 +125,8 @@ class TestCredentials {
 
 // Without `credentials`, the launcher makes a fresh CA of its own.
 TestProcess launch_local_cluster(const TestCredentials* credentials = nullptr) {
-  std::vector<std::string> argv = {PSFLOW_BINARY_PATH, "local-cluster", "--num-ps", "2",
-                                   "--num-workers", "3"};
+  std::vector<std::string> argv = {
+      PSFLOW_BINARY_PATH, "local-cluster", "--num-ps", "2", "--num-workers", "3"};
   if (credentials != nullptr) argv.insert(argv.end(), {"--tls-dir", credentials->dir()});
   return TestProcess(std::move(argv), ::psflow::internal::testing::test_environment());
 }
