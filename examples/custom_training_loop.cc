@@ -426,6 +426,11 @@ absl::StatusOr<int> run_tf_config_cluster(const Flags& flags, const std::string&
   options.num_ps = 2;
   options.num_workers = flags.num_workers;
   options.log_dir = folder + "/logs";
+  // Plaintext on loopback: the chief below is another process, with only its
+  // TF_CONFIG, and the local cluster's fresh CA is private to this one. (A
+  // real cluster gets certificates from `psflow certs`, and its chief calls
+  // psflow::set_process_tls with them.)
+  options.insecure = true;
   PSFLOW_ASSIGN_OR_RETURN(std::unique_ptr<LocalCluster> tasks, LocalCluster::start(options));
   const ClusterSpec& spec = tasks->cluster_spec();
   for (const char* job : {"ps", "worker"}) {

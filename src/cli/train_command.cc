@@ -90,7 +90,14 @@ local cluster's (--num-ps, --num-workers, --host, --log-dir, --binary,
 --max-restarts, --non-finite-updates) with --strategy mirrored or a TF_CONFIG
 or Slurm cluster, --replicas with --strategy parameter_server. As the chief
 of a TF_CONFIG cluster it applies TensorFlow's ParameterServerStrategy rules
-first, then asks each task which one it is, naming swapped addresses.)"};
+first, then asks each task which one it is, naming swapped addresses.
+
+Transport security: the local cluster runs over mutual TLS with a fresh CA
+made for the run (--tls-dir DIR: certificates from `psflow certs` instead;
+--insecure: plaintext). As the chief of a TF_CONFIG or Slurm cluster it
+presents chief-<index>.crt from --tls-dir DIR (or PSFLOW_TLS_DIR, or
+--tls-ca/--tls-cert/--tls-key) to every task; without credentials it refuses
+a non-loopback address unless --insecure.)"};
 
 int report(const absl::StatusOr<TrainSummary>& summary, const TrainOptions& options,
            const SignalShutdown& shutdown);
