@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <string>
 #include <utility>
@@ -69,6 +70,13 @@ TEST(CliTest, TrainOneEpochOnFashionMnist) {
   EXPECT_THAT(out, HasSubstr("ps 0 127.0.0.1:"));
   EXPECT_THAT(out, HasSubstr("worker 1 127.0.0.1:"));
   EXPECT_THAT(out, HasSubstr("epoch 1/1: train loss"));
+  // Chief, ps and workers over mutual TLS, with a CA made for this run.
+  EXPECT_THAT(out, HasSubstr("mTLS: on (fresh CA for this run)"));
+  for (const char* task : {"ps-0", "worker-0", "worker-1"}) {
+    std::ifstream log(run_dir + "/logs/" + task + ".log");
+    const std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+    EXPECT_THAT(text, HasSubstr("mTLS on (certificate ")) << task;
+  }
   std::ifstream file(run_dir + "/summary.json");
   ASSERT_TRUE(file.good()) << "no summary.json in " << run_dir;
   const nlohmann::json summary = nlohmann::json::parse(file);
