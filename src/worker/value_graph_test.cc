@@ -63,7 +63,7 @@ void run(ValueGraph& graph, const ValueGraph::PendingCall& call, int* runs = nul
 
 class ValueGraphTest : public ::testing::Test {
  protected:
-  ValueGraphTest() : graph_(ValueGraphOptions{.max_live_values = 1000, .id_prefix = "p-"}) {}
+  ValueGraphTest() : graph_(ValueGraphOptions{.max_live_values = 1000, .id_prefix = "p-", .random_bytes = nullptr}) {}
 
   std::string value(Structure s) { return ok_value(graph_.create_value(kOwner, std::move(s))); }
   std::string function(const char* name) { return ok_value(graph_.create_function(kOwner, name)); }
@@ -269,7 +269,7 @@ TEST_F(ValueGraphTest, ValuesBuiltFromDisposedOnesStillResolve) {
 }
 
 TEST(ValueGraphLimitsTest, LiveAndPendingValuesAreBounded) {
-  ValueGraph graph(ValueGraphOptions{.max_live_values = 3, .id_prefix = "p-"});
+  ValueGraph graph(ValueGraphOptions{.max_live_values = 3, .id_prefix = "p-", .random_bytes = nullptr});
   const std::string fn = ok_value(graph.create_function(kOwner, "echo"));
   std::vector<ValueGraph::PendingCall> calls;
   calls.push_back(ok_value(graph.create_call(kOwner, fn, std::nullopt)));
@@ -289,7 +289,7 @@ TEST(ValueGraphLimitsTest, LiveAndPendingValuesAreBounded) {
 }
 
 TEST(ValueGraphConcurrencyTest, ACallWaitsForAnArgumentComputedOnAnotherThread) {
-  ValueGraph graph(ValueGraphOptions{.id_prefix = "p-"});
+  ValueGraph graph(ValueGraphOptions{.id_prefix = "p-", .random_bytes = nullptr});
   const std::string add = ok_value(graph.create_function(kOwner, "add"));
   ValueGraph::PendingCall first =
       ok_value(graph.create_call(kOwner, add, ok_value(graph.create_value(kOwner, Structure::tuple({1, 1})))));
@@ -302,7 +302,7 @@ TEST(ValueGraphConcurrencyTest, ACallWaitsForAnArgumentComputedOnAnotherThread) 
 }
 
 TEST(ValueGraphConcurrencyTest, CancelCallsReachesPendingCalls) {
-  ValueGraph graph(ValueGraphOptions{.id_prefix = "p-"});
+  ValueGraph graph(ValueGraphOptions{.id_prefix = "p-", .random_bytes = nullptr});
   ValueGraph::PendingCall c =
       ok_value(graph.create_call(kOwner, ok_value(graph.create_function(kOwner, "x")), std::nullopt));
   graph.cancel_calls();
@@ -318,7 +318,7 @@ TEST(ValueGraphConcurrencyTest, CancelCallsReachesPendingCalls) {
 }
 
 TEST(ValueGraphConcurrencyTest, LongChainsResolveWithoutRecursion) {
-  ValueGraph graph(ValueGraphOptions{.id_prefix = "p-"});
+  ValueGraph graph(ValueGraphOptions{.id_prefix = "p-", .random_bytes = nullptr});
   ValueGraph::PendingCall root =
       ok_value(graph.create_call(kOwner, ok_value(graph.create_function(kOwner, "echo")),
                                  ok_value(graph.create_value(kOwner, Structure::tuple({42})))));
