@@ -81,21 +81,22 @@ bool allows(RoleSet allowed, const PeerIdentity& identity) {
 }
 
 absl::Status denied(const PeerIdentity& identity, std::string_view what, RoleSet allowed) {
-  return absl::PermissionDeniedError(
-      absl::StrCat(identity.describe(), " may not call ", av(what), ": only ",
-                   describe_roles(allowed),
-                   " may. The caller's role is the job in its certificate's CN (<job>/<index>); "
-                   "call this from a task of that job, or issue that task's certificate to it"));
+  return absl::PermissionDeniedError(absl::StrCat(
+      identity.describe(), " may not call ", av(what), ": only ", describe_roles(allowed),
+      " may. The caller's role is the job in its certificate's CN (<job>/<index>); "
+      "call this from a task of that job, or issue that task's certificate to it"));
 }
 
 }  // namespace
 
-static_assert([] {
-  for (size_t i = 0; i < kMethodRules.size(); ++i) {
-    if (static_cast<size_t>(kMethodRules[i].method) != i) return false;
-  }
-  return true;
-}(), "kMethodRules must list every Method once, in enum order");
+static_assert(
+    [] {
+      for (size_t i = 0; i < kMethodRules.size(); ++i) {
+        if (static_cast<size_t>(kMethodRules[i].method) != i) return false;
+      }
+      return true;
+    }(),
+    "kMethodRules must list every Method once, in enum order");
 
 RoleSet allowed_roles(Method method) { return rule(method).roles; }
 
@@ -147,8 +148,7 @@ absl::Status authorize_variable_op(const PeerIdentity& identity, v1::VariableOp:
                 roles);
 }
 
-absl::StatusOr<PeerIdentity> authorize_call(const grpc::ServerContextBase& context,
-                                            Method method) {
+absl::StatusOr<PeerIdentity> authorize_call(const grpc::ServerContextBase& context, Method method) {
   PeerIdentity identity = peer_identity(context);
   if (absl::Status s = authorize(identity, method); !s.ok()) return s;
   return identity;

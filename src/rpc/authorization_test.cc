@@ -98,14 +98,16 @@ TEST(AuthorizationTest, EveryVariableOpForEveryCaller) {
         std::find(chief_only.begin(), chief_only.end(), kind) != chief_only.end();
     for (const Caller& caller : callers()) {
       SCOPED_TRACE(absl::StrCat(Op::Kind_Name(kind), " by ", caller.name));
-      const std::vector<std::string> allowed =
-          only_chief ? std::vector<std::string>{"chief"} : std::vector<std::string>{"chief", "worker"};
+      const std::vector<std::string> allowed = only_chief
+                                                   ? std::vector<std::string>{"chief"}
+                                                   : std::vector<std::string>{"chief", "worker"};
       const absl::Status s = authorize_variable_op(caller.identity, kind, 4);
       if (admits(allowed, caller.name)) {
         EXPECT_TRUE(s.ok()) << s;
       } else {
         EXPECT_EQ(s.code(), absl::StatusCode::kPermissionDenied) << s;
-        EXPECT_THAT(std::string(s.message()), HasSubstr(absl::StrCat("op 4 of kind ", Op::Kind_Name(kind))));
+        EXPECT_THAT(std::string(s.message()),
+                    HasSubstr(absl::StrCat("op 4 of kind ", Op::Kind_Name(kind))));
         EXPECT_THAT(std::string(s.message()),
                     HasSubstr(only_chief ? "only the chief may" : "only the chief or worker may"));
       }
@@ -118,8 +120,7 @@ TEST(AuthorizationTest, MessagesNameTheRoles) {
   EXPECT_EQ(describe_roles(kChief | kWorker), "the chief or worker");
   EXPECT_EQ(describe_roles(kChief | kWorker | kPs), "the chief, worker or ps");
   EXPECT_EQ(describe_roles(kAnyAuthenticated), "any authenticated task");
-  const absl::Status s =
-      authorize(identity_from_common_name("worker/2"), Method::kPsListVariables);
+  const absl::Status s = authorize(identity_from_common_name("worker/2"), Method::kPsListVariables);
   EXPECT_THAT(std::string(s.message()),
               HasSubstr("worker/2 may not call /psflow.v1.VariableService/ListVariables: only "
                         "the chief may"));

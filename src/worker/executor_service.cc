@@ -4,9 +4,9 @@
 #include <optional>
 #include <utility>
 
-#include "absl/strings/str_cat.h"
 #include "absl/random/random.h"
 #include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
 #include "base/strings.h"
 #include "rpc/grpc_status.h"
 #include "worker/function_runner.h"
@@ -142,9 +142,8 @@ grpc::ServerUnaryReactor* ExecutorServiceImpl::RunFunction(grpc::CallbackServerC
   }
   pool_.schedule([this, reactor, request, response, cancelled, result_session, key = std::move(key),
                   args = *std::move(args)]() mutable {
-    run(key, request->session(), result_session,
-        request->function_name(), std::move(args), cancelled, response,
-        request->worker_recoveries(),
+    run(key, request->session(), result_session, request->function_name(), std::move(args),
+        cancelled, response, request->worker_recoveries(),
         // This process replaced the one the coordinator knew: a salt of
         // its own, so that rebuilt datasets take new orders.
         request->last_incarnation() != 0 && request->last_incarnation() != process_incarnation());

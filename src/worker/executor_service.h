@@ -199,8 +199,7 @@ class ExecutorServiceImpl final
 
   absl::Mutex mu_;
   // Cancellation flags of the closures received and not yet finished.
-  absl::flat_hash_map<RunningKey, std::shared_ptr<std::atomic<bool>>> running_
-      ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<RunningKey, std::shared_ptr<std::atomic<bool>>> running_ ABSL_GUARDED_BY(mu_);
   // scoped_session's salts, by owner: one per client task or host.
   absl::flat_hash_map<std::string, uint64_t> session_salts_ ABSL_GUARDED_BY(mu_);
 

@@ -63,8 +63,10 @@ void fill_random(unsigned char* out, size_t size) {
   size_t got = 0;
   for (int attempt = 0; got < size && attempt < 1000; ++attempt) {
     const ssize_t n = ::getrandom(out + got, size - got, 0);
-    if (n > 0) got += static_cast<size_t>(n);
-    else if (n < 0 && errno != EINTR) break;
+    if (n > 0)
+      got += static_cast<size_t>(n);
+    else if (n < 0 && errno != EINTR)
+      break;
   }
   PSFLOW_CHECK(got == size, "getrandom() failed (errno ", errno,
                "): this worker cannot make unguessable value ids");
@@ -185,8 +187,7 @@ absl::Status ValueGraph::not_found(std::string_view id, std::string_view role) c
   return absl::NotFoundError(message);
 }
 
-absl::StatusOr<std::shared_ptr<Node>> ValueGraph::find(std::string_view owner,
-                                                       std::string_view id,
+absl::StatusOr<std::shared_ptr<Node>> ValueGraph::find(std::string_view owner, std::string_view id,
                                                        std::string_view role) const {
   auto it = values_.find(av(id));
   if (it == values_.end() || it->second->owner != owner) return not_found(id, role);
@@ -203,10 +204,9 @@ std::string ValueGraph::new_id() {
     } else {
       fill_random(bytes, sizeof(bytes));
     }
-    std::string id = absl::StrCat(
-        options_.id_prefix,
-        absl::BytesToHexString(
-            absl::string_view(reinterpret_cast<const char*>(bytes), sizeof(bytes))));
+    std::string id =
+        absl::StrCat(options_.id_prefix, absl::BytesToHexString(absl::string_view(
+                                             reinterpret_cast<const char*>(bytes), sizeof(bytes))));
     if (!values_.contains(id)) return id;
   }
   check_failed(__FILE__, __LINE__, "new_id()",

@@ -63,13 +63,15 @@ void run(ValueGraph& graph, const ValueGraph::PendingCall& call, int* runs = nul
 
 class ValueGraphTest : public ::testing::Test {
  protected:
-  ValueGraphTest() : graph_(ValueGraphOptions{.max_live_values = 1000, .id_prefix = "p-", .random_bytes = nullptr}) {}
+  ValueGraphTest()
+      : graph_(ValueGraphOptions{
+            .max_live_values = 1000, .id_prefix = "p-", .random_bytes = nullptr}) {}
 
   std::string value(Structure s) { return ok_value(graph_.create_value(kOwner, std::move(s))); }
   std::string function(const char* name) { return ok_value(graph_.create_function(kOwner, name)); }
   ValueGraph::PendingCall call(const std::string& fn, std::optional<std::string> arg) {
-    return ok_value(graph_.create_call(kOwner, 
-        fn, arg.has_value() ? std::optional<std::string_view>(*arg) : std::nullopt));
+    return ok_value(graph_.create_call(
+        kOwner, fn, arg.has_value() ? std::optional<std::string_view>(*arg) : std::nullopt));
   }
 
   ValueGraph graph_;
@@ -193,9 +195,9 @@ TEST_F(ValueGraphTest, SelectionRules) {
 
 TEST_F(ValueGraphTest, StructNamesAllOrNoneAndUnique) {
   const std::string a = value(1), b = value(2);
-  EXPECT_EQ(
-      ok_value(compute_now(graph_, ok_value(graph_.create_struct(kOwner, {{"y", a}, {"x", b}}, false)))),
-      Structure::dict({{"x", 2}, {"y", 1}}));
+  EXPECT_EQ(ok_value(compute_now(
+                graph_, ok_value(graph_.create_struct(kOwner, {{"y", a}, {"x", b}}, false)))),
+            Structure::dict({{"x", 2}, {"y", 1}}));
   const std::string named = ok_value(graph_.create_struct(kOwner, {{"y", a}, {"x", b}}, false));
   // Index 0 is the first key in order, as compute() shows the dict.
   EXPECT_EQ(ok_value(compute_now(graph_, ok_value(graph_.create_selection(kOwner, named, 0)))),
@@ -218,11 +220,13 @@ TEST_F(ValueGraphTest, StructNamesAllOrNoneAndUnique) {
 
 TEST_F(ValueGraphTest, FunctionReferencesCanOnlyBeCalled) {
   const std::string fn = function("echo");
-  absl::Status s = graph_.compute(kOwner, fn, [](const Result&) { ADD_FAILURE() << "not computable"; });
+  absl::Status s =
+      graph_.compute(kOwner, fn, [](const Result&) { ADD_FAILURE() << "not computable"; });
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(s.message()), HasSubstr("has no value to compute"));
   EXPECT_EQ(graph_.create_call(kOwner, fn, fn).status().code(), absl::StatusCode::kInvalidArgument);
-  absl::StatusOr<ValueGraph::PendingCall> not_fn = graph_.create_call(kOwner, value(1), std::nullopt);
+  absl::StatusOr<ValueGraph::PendingCall> not_fn =
+      graph_.create_call(kOwner, value(1), std::nullopt);
   EXPECT_EQ(not_fn.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(not_fn.status().message()), HasSubstr("not a function reference"));
 }
@@ -238,7 +242,8 @@ TEST_F(ValueGraphTest, UnknownIdsAreNotFoundNamingThem) {
   EXPECT_THAT(std::string(s.message()), HasSubstr("q-1\\n"));
   EXPECT_THAT(std::string(s.message()), HasSubstr("restarted"));
   EXPECT_LT(s.message().size(), 400u);
-  EXPECT_EQ(graph_.create_call(kOwner, "p-1", std::nullopt).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(graph_.create_call(kOwner, "p-1", std::nullopt).status().code(),
+            absl::StatusCode::kNotFound);
 }
 
 TEST_F(ValueGraphTest, DisposeReleasesKnownIdsAndNamesUnknownOnes) {
@@ -269,7 +274,8 @@ TEST_F(ValueGraphTest, ValuesBuiltFromDisposedOnesStillResolve) {
 }
 
 TEST(ValueGraphLimitsTest, LiveAndPendingValuesAreBounded) {
-  ValueGraph graph(ValueGraphOptions{.max_live_values = 3, .id_prefix = "p-", .random_bytes = nullptr});
+  ValueGraph graph(
+      ValueGraphOptions{.max_live_values = 3, .id_prefix = "p-", .random_bytes = nullptr});
   const std::string fn = ok_value(graph.create_function(kOwner, "echo"));
   std::vector<ValueGraph::PendingCall> calls;
   calls.push_back(ok_value(graph.create_call(kOwner, fn, std::nullopt)));
@@ -291,9 +297,10 @@ TEST(ValueGraphLimitsTest, LiveAndPendingValuesAreBounded) {
 TEST(ValueGraphConcurrencyTest, ACallWaitsForAnArgumentComputedOnAnotherThread) {
   ValueGraph graph(ValueGraphOptions{.id_prefix = "p-", .random_bytes = nullptr});
   const std::string add = ok_value(graph.create_function(kOwner, "add"));
-  ValueGraph::PendingCall first =
-      ok_value(graph.create_call(kOwner, add, ok_value(graph.create_value(kOwner, Structure::tuple({1, 1})))));
-  const std::string pair = ok_value(graph.create_struct(kOwner, {{"", first.id}, {"", first.id}}, false));
+  ValueGraph::PendingCall first = ok_value(graph.create_call(
+      kOwner, add, ok_value(graph.create_value(kOwner, Structure::tuple({1, 1})))));
+  const std::string pair =
+      ok_value(graph.create_struct(kOwner, {{"", first.id}, {"", first.id}}, false));
   ValueGraph::PendingCall second = ok_value(graph.create_call(kOwner, add, pair));
   std::thread waiting([&] { run(graph, second); });  // Blocks until `first` is known.
   run(graph, first);
@@ -303,8 +310,8 @@ TEST(ValueGraphConcurrencyTest, ACallWaitsForAnArgumentComputedOnAnotherThread) 
 
 TEST(ValueGraphConcurrencyTest, CancelCallsReachesPendingCalls) {
   ValueGraph graph(ValueGraphOptions{.id_prefix = "p-", .random_bytes = nullptr});
-  ValueGraph::PendingCall c =
-      ok_value(graph.create_call(kOwner, ok_value(graph.create_function(kOwner, "x")), std::nullopt));
+  ValueGraph::PendingCall c = ok_value(
+      graph.create_call(kOwner, ok_value(graph.create_function(kOwner, "x")), std::nullopt));
   graph.cancel_calls();
   bool saw_cancelled = false;
   graph.run_call(c,
@@ -353,7 +360,8 @@ TEST_F(ValueGraphTest, IdsAreRandomAndUnique) {
   // No two consecutive ids share their first 8 random hex digits (a
   // counter would): 999 pairs, each equal with chance 2^-32.
   int same_prefix = 0;
-  for (size_t i = 1; i < ids.size(); ++i) same_prefix += ids[i].substr(0, 10) == ids[i - 1].substr(0, 10);
+  for (size_t i = 1; i < ids.size(); ++i)
+    same_prefix += ids[i].substr(0, 10) == ids[i - 1].substr(0, 10);
   EXPECT_EQ(same_prefix, 0);
 }
 
@@ -379,26 +387,25 @@ TEST_F(ValueGraphTest, AnotherOwnersIdsAreNotFoundAndUntouched) {
   const std::string fn = function("echo");
   const std::string never = "p-" + std::string(2 * ValueGraph::kIdRandomBytes, '0');
   auto message_for = [&](const std::string& id) {
-    return std::string(graph_.compute(kOther, id, [](const Result&) {
-      ADD_FAILURE() << "another owner's value was computed";
-    }).message());
+    return std::string(
+        graph_
+            .compute(kOther, id,
+                     [](const Result&) { ADD_FAILURE() << "another owner's value was computed"; })
+            .message());
   };
   // The same message as for an id never created, with the id swapped.
   std::string stolen = message_for(mine);
   std::string unknown = message_for(never);
-  EXPECT_EQ(graph_.compute(kOther, mine, [](const Result&) {}).code(),
-            absl::StatusCode::kNotFound);
+  EXPECT_EQ(graph_.compute(kOther, mine, [](const Result&) {}).code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(absl::StrReplaceAll(stolen, {{mine, "ID"}}),
             absl::StrReplaceAll(unknown, {{never, "ID"}}));
-  EXPECT_EQ(graph_.create_selection(kOther, mine, 0).status().code(),
-            absl::StatusCode::kNotFound);
+  EXPECT_EQ(graph_.create_selection(kOther, mine, 0).status().code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(graph_.create_struct(kOther, {{"", mine}}, false).status().code(),
             absl::StatusCode::kNotFound);
   EXPECT_EQ(graph_.create_call(kOther, fn, std::nullopt).status().code(),
             absl::StatusCode::kNotFound);
   const std::string theirs = ok_value(graph_.create_function(kOther, "echo"));
-  EXPECT_EQ(graph_.create_call(kOther, theirs, mine).status().code(),
-            absl::StatusCode::kNotFound);
+  EXPECT_EQ(graph_.create_call(kOther, theirs, mine).status().code(), absl::StatusCode::kNotFound);
   const absl::Status disposed = graph_.dispose(kOther, {mine, fn});
   EXPECT_EQ(disposed.code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(std::string(disposed.message()), HasSubstr("(2 of the 2 ids)"));

@@ -57,8 +57,8 @@ class AuthorizationTest : public ::testing::Test {
     // The tasks' own certificates, and callers no task plays: a second
     // chief (another coordinator) and a certificate whose CN names no task.
     const std::vector<std::pair<std::string, std::string>> certs = {
-        {"ps-0", "ps/0"},         {"worker-0", "worker/0"}, {"worker-1", "worker/1"},
-        {"chief-0", "chief/0"},   {"chief-1", "chief/1"},   {"evaluator-0", "evaluator/0"},
+        {"ps-0", "ps/0"},       {"worker-0", "worker/0"}, {"worker-1", "worker/1"},
+        {"chief-0", "chief/0"}, {"chief-1", "chief/1"},   {"evaluator-0", "evaluator/0"},
         {"nobody", "nobody"}};
     for (const auto& [stem, cn] : certs) {
       absl::Status s = make_test_certificate(*dir_, stem, cn, *dir_);
@@ -70,13 +70,14 @@ class AuthorizationTest : public ::testing::Test {
       ASSERT_TRUE(port.ok()) << port.status();
       ports.push_back(*std::move(port));
     }
-    addresses_ = new std::vector<std::string>{ports[0].address(), ports[1].address(),
-                                              ports[2].address()};
+    addresses_ =
+        new std::vector<std::string>{ports[0].address(), ports[1].address(), ports[2].address()};
     const std::string cluster =
         absl::StrCat(R"({"ps": [")", ports[0].address(), R"("], "worker": [")", ports[1].address(),
                      R"(", ")", ports[2].address(), R"("]})");
     processes_ = new std::vector<std::unique_ptr<TestProcess>>();
-    const std::vector<std::pair<std::string, int>> tasks = {{"ps", 0}, {"worker", 0}, {"worker", 1}};
+    const std::vector<std::pair<std::string, int>> tasks = {
+        {"ps", 0}, {"worker", 0}, {"worker", 1}};
     for (const auto& [job, index] : tasks) {
       processes_->push_back(std::make_unique<TestProcess>(
           std::vector<std::string>{PSFLOW_TESTING_BINARY_PATH, "server", "--reuse-port", "--job",
@@ -91,11 +92,10 @@ class AuthorizationTest : public ::testing::Test {
       set_deadline(context, kStartTimeout);
       context.set_wait_for_ready(true);
       v1::GetStatusResponse response;
-      const grpc::Status s =
-          i == 0 ? v1::VariableService::NewStub(channel(i, "chief-0"))
-                       ->GetStatus(&context, v1::GetStatusRequest(), &response)
-                 : v1::ExecutorService::NewStub(channel(i, "chief-0"))
-                       ->GetStatus(&context, v1::GetStatusRequest(), &response);
+      const grpc::Status s = i == 0 ? v1::VariableService::NewStub(channel(i, "chief-0"))
+                                          ->GetStatus(&context, v1::GetStatusRequest(), &response)
+                                    : v1::ExecutorService::NewStub(channel(i, "chief-0"))
+                                          ->GetStatus(&context, v1::GetStatusRequest(), &response);
       ASSERT_TRUE(s.ok()) << "task " << i << ": " << s.error_message() << "\n"
                           << (*processes_)[static_cast<size_t>(i)]->read_stderr(absl::Now());
     }
@@ -199,9 +199,8 @@ Tensor floats(std::vector<float> values) {
 // its ops.
 TEST_F(AuthorizationTest, WorkerCertificateCannotCreateOrDeleteVariablesOnThePs) {
   v1::ExecuteResponse response;
-  ASSERT_TRUE(execute("chief-0", batch_of({op(Op::CREATE, "authz_w", floats({1, 2, 3}))}),
-                      &response)
-                  .ok());
+  ASSERT_TRUE(
+      execute("chief-0", batch_of({op(Op::CREATE, "authz_w", floats({1, 2, 3}))}), &response).ok());
   const std::vector<std::string> before = variable_names();
   ASSERT_THAT(before, ::testing::Contains("authz_w"));
 
@@ -216,9 +215,9 @@ TEST_F(AuthorizationTest, WorkerCertificateCannotCreateOrDeleteVariablesOnThePs)
   refused.push_back({"delete", batch_of({op(Op::DELETE, "authz_w")})});
   refused.push_back({"snapshot", batch_of({op(Op::SNAPSHOT, "authz_w")})});
   // An allowed update first, then a refused op: nothing of the batch runs.
-  refused.push_back({"update then replace",
-                     batch_of({op(Op::ASSIGN_ADD, "authz_w", floats({100, 100, 100})),
-                               op(Op::CREATE, "authz_w", floats({7, 7, 7}))})});
+  refused.push_back(
+      {"update then replace", batch_of({op(Op::ASSIGN_ADD, "authz_w", floats({100, 100, 100})),
+                                        op(Op::CREATE, "authz_w", floats({7, 7, 7}))})});
   for (Refused& r : refused) {
     SCOPED_TRACE(r.what);
     v1::ExecuteResponse denied_response;
@@ -269,9 +268,9 @@ TEST_F(AuthorizationTest, WorkerCertificateCannotRunFunctionsOnAnotherWorker) {
     grpc::ClientContext context;
     set_deadline(context);
     v1::GetExecutorStatsResponse response;
-    const grpc::Status s = v1::ExecutorService::NewStub(channel(2, stem))
-                               ->GetExecutorStats(&context, v1::GetExecutorStatsRequest(),
-                                                  &response);
+    const grpc::Status s =
+        v1::ExecutorService::NewStub(channel(2, stem))
+            ->GetExecutorStats(&context, v1::GetExecutorStatsRequest(), &response);
     return std::make_pair(s, response);
   };
   const auto [before_status, before] = stats("chief-0");
@@ -387,8 +386,7 @@ TEST_F(AuthorizationTest, StolenValueIdIsNotFoundAndTheValueStaysIntact) {
     v1::DisposeRequest request;
     request.add_value_refs()->set_id(id);
     v1::DisposeResponse response;
-    EXPECT_EQ(b->Dispose(&context, request, &response).error_code(),
-              grpc::StatusCode::NOT_FOUND);
+    EXPECT_EQ(b->Dispose(&context, request, &response).error_code(), grpc::StatusCode::NOT_FOUND);
   }
   // A worker's certificate is refused outright, before any id is looked up.
   {

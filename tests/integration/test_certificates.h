@@ -48,11 +48,11 @@ inline std::string read_text_file(const std::string& path) {
 
 // A CA (ca.crt, ca.key) in `dir`, which must exist.
 inline absl::Status make_test_ca(const std::string& dir) {
-  absl::Status s = run_openssl({"req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
-                      "-nodes", "-keyout", dir + "/ca.key", "-out", dir + "/ca.crt", "-days", "2",
-                      "-subj", "/CN=psflow test CA", "-addext",
-                      "basicConstraints=critical,CA:TRUE", "-addext",
-                      "keyUsage=critical,keyCertSign,cRLSign"});
+  absl::Status s =
+      run_openssl({"req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+                   "-nodes", "-keyout", dir + "/ca.key", "-out", dir + "/ca.crt", "-days", "2",
+                   "-subj", "/CN=psflow test CA", "-addext", "basicConstraints=critical,CA:TRUE",
+                   "-addext", "keyUsage=critical,keyCertSign,cRLSign"});
   if (!s.ok()) return s;
   const std::string key = dir + "/ca.key";
   if (::chmod(key.c_str(), 0600) != 0) return absl::InternalError("cannot chmod " + key);
@@ -69,9 +69,8 @@ inline absl::Status make_test_certificate(const std::string& dir, const std::str
   const std::string ext = dir + "/" + stem + ".ext";
   // -subj separates RDNs with '/': the CN's own slashes are escaped.
   const std::string subject = "/CN=" + absl::StrReplaceAll(common_name, {{"/", "\\/"}});
-  absl::Status s = run_openssl({"req", "-newkey", "ec", "-pkeyopt",
-                                "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", key, "-out",
-                                csr, "-subj", subject});
+  absl::Status s = run_openssl({"req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+                                "-nodes", "-keyout", key, "-out", csr, "-subj", subject});
   if (!s.ok()) return s;
   {
     std::ofstream out(ext);

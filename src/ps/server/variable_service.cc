@@ -206,8 +206,7 @@ grpc::ServerUnaryReactor* VariableServiceImpl::Execute(grpc::CallbackServerConte
   if (request->Length() > kInlineDecodeBytes) {
     finish_on_pool([this, request, caller = *authorized](grpc::ByteBuffer* out) -> absl::Status {
       PSFLOW_ASSIGN_OR_RETURN(ExecuteBatch batch, decode_execute_request(*request, limits_));
-      return run(caller, *store_, options_.max_message_bytes, batch, estimate(batch, *store_),
-                 out);
+      return run(caller, *store_, options_.max_message_bytes, batch, estimate(batch, *store_), out);
     });
     return reactor;
   }
