@@ -49,7 +49,8 @@ install(FILES ${PROJECT_BINARY_DIR}/psflowConfig.cmake
 # --static), not in Requires.private.
 set(psflow_pc_modules
   gRPC::grpc++=grpc++ protobuf::libprotobuf=protobuf ZLIB::ZLIB=zlib
-  Eigen3::Eigen=eigen3 nlohmann_json::nlohmann_json=nlohmann_json)
+  Eigen3::Eigen=eigen3 nlohmann_json::nlohmann_json=nlohmann_json
+  OpenSSL::SSL=libssl OpenSSL::Crypto=libcrypto)
 set(psflow_pc_libs)
 set(psflow_pc_requires)
 set(psflow_link_order ${psflow_layers})

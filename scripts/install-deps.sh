@@ -7,7 +7,7 @@ set -euo pipefail
 PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config git
   libgrpc++-dev libgrpc-dev protobuf-compiler protobuf-compiler-grpc libprotobuf-dev
-  libabsl-dev libeigen3-dev nlohmann-json3-dev libcli11-dev zlib1g-dev
+  libabsl-dev libeigen3-dev nlohmann-json3-dev libcli11-dev zlib1g-dev libssl-dev openssl
   libgtest-dev libgmock-dev libbenchmark-dev
   clang-14 clang-format-14
   procps iproute2 nftables python3 python3-yaml

@@ -44,7 +44,8 @@ SCANCEL
 chmod +x "$work/bin/srun" "$work/bin/scancel"
 
 status=0
-env -u TF_CONFIG PATH="$work/bin:$PATH" FAKE_SLURM_DIR="$work" SLURM_JOB_ID=$$ SLURM_NTASKS=5 \
+env -u TF_CONFIG -u PSFLOW_TLS_DIR PATH="$work/bin:$PATH" FAKE_SLURM_DIR="$work" \
+  SLURM_JOB_ID=$$ SLURM_NTASKS=5 SLURM_JOB_NODELIST=127.0.0.1 SLURM_TASKS_PER_NODE=5 \
   PSFLOW="$psflow" RUN_DIR="$work/run" TRAIN_FLAGS="$train_flags" \
   bash "$here/psflow.sbatch" || status=$?
 cat "$work/exits"
@@ -52,6 +53,18 @@ for rank in 0 1 2 3 4; do
   echo "--- task $rank (last lines)"
   tail -n 3 "$work/task-$rank.log"
 done
+# Every task served or trained over mutual TLS with the job's certificates,
+# which are gone with the job.
+for rank in 1 2 3 4; do
+  if ! grep -q "mTLS on" "$work/task-$rank.log"; then
+    echo "local_step_test: task $rank did not serve over mutual TLS" >&2
+    status=1
+  fi
+done
+if ls -d "$work"/run/tls-* > /dev/null 2>&1; then
+  echo "local_step_test: the job's credentials directory was not removed" >&2
+  status=1
+fi
 if [ "$status" -ne 0 ] || [ ! -f "$work/run/summary.json" ]; then
   echo "local_step_test: FAILED (status $status)" >&2
   exit 1

@@ -23,7 +23,8 @@ struct LocalClusterOptions {
   // TF_CONFIG). Empty: this process's own executable.
   std::string binary_path;
   // Loopback IP address the tasks listen on ("127.0.0.1", "::1"); anything
-  // else is INVALID_ARGUMENT, as the tasks serve without authentication.
+  // else is INVALID_ARGUMENT: a cluster across machines is started task by
+  // task (`psflow server`), with certificates from `psflow certs`.
   std::string host = "127.0.0.1";
   // Every task must answer a health check within this bound, or start()
   // fails naming the tasks that did not (DEADLINE_EXCEEDED), and kills them
@@ -48,6 +49,16 @@ struct LocalClusterOptions {
   // --help`), e.g. {"--non-finite-updates=allow"}. A flag the tasks refuse
   // makes start() fail with their error in the task logs.
   std::vector<std::string> server_flags;
+  // Transport security. By default every connection is mutual TLS: a fresh
+  // CA and one certificate per task (and chief/0 for this process) are made
+  // for each cluster in a private (0700) temporary directory, removed when
+  // the cluster is destroyed; while the cluster lives, this process's
+  // channels (create_channel) present chief/0's certificate, and the
+  // previous credentials come back afterwards. `tls_dir`: the certificates
+  // in this directory instead (`psflow certs` for a loopback cluster of at
+  // least these tasks; kept). `insecure`: plaintext, as before.
+  std::string tls_dir;
+  bool insecure = false;
 };
 
 // Starts M ps and N worker tasks as children of this process, waits until

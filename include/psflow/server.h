@@ -9,6 +9,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "psflow/cluster_spec.h"
+#include "psflow/tls_options.h"
 
 namespace psflow {
 
@@ -61,6 +62,12 @@ struct ServerOptions {
   // A ps's answer to NaN and infinite updates (see NonFinitePolicy).
   // Ignored by a worker.
   NonFinitePolicy non_finite_updates = NonFinitePolicy::kReject;
+  // Mutual TLS: the server presents this task's certificate and accepts
+  // only clients whose certificate the cluster's CA signed. Empty: plaintext,
+  // which Server::create allows only on a loopback address unless
+  // tls.insecure (see TlsOptions). The task's own calls (a worker's to the
+  // ps) use the process's credentials (set_process_tls).
+  TlsOptions tls;
 };
 
 // Largest result_cache_entries and result_cache_bytes Server::create
@@ -81,6 +88,9 @@ class Server {
   // literal of another machine, a name that resolves elsewhere or not at
   // all), naming the host, what it resolved to and the fix (a bind
   // address). Port 0 picks a free port at start(); target() then reports it.
+  // TLS: the credentials' errors (see set_process_tls); FAILED_PRECONDITION
+  // for a task listening on a non-loopback address without credentials
+  // and without tls.insecure.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<Server>> create(const ClusterSpec& spec,
                                                                       std::string job_name,
                                                                       int task_index,

@@ -7,6 +7,7 @@
 #include "absl/time/time.h"
 #include "cli/commands.h"
 #include "cli/signals.h"
+#include "cli/tls_flags.h"
 #include "train/evaluator.h"
 
 namespace psflow::internal {
@@ -16,6 +17,7 @@ struct EvalFlags {
   std::string run_dir;
   bool once = false;
   double timeout_seconds = 24 * 3600;
+  TlsFlags tls;
 };
 
 constexpr CommandHelp kEvalHelp = {
@@ -31,7 +33,11 @@ writes when training starts (a run without one is named, with the reason).
 Stopping: on the first SIGTERM or SIGINT it finishes the checkpoint it is
 evaluating (if any), evaluates no other and exits within 10 s with status
 128+signal (143 for SIGTERM, 130 for SIGINT); a second signal exits at once. A
-rerun goes on with the checkpoints not evaluated yet.)"};
+rerun goes on with the checkpoints not evaluated yet.
+
+--tls-dir, --tls-ca/--tls-cert/--tls-key and --insecure are accepted (and
+checked) like those of `psflow train`, so that one deployment passes them to
+every task; the evaluator opens no connection.)"};
 
 void add_eval_flags(CLI::App& app, EvalFlags& flags) {
   app.add_option("--run-dir", flags.run_dir, "The training run directory")->required();
@@ -39,12 +45,17 @@ void add_eval_flags(CLI::App& app, EvalFlags& flags) {
   app.add_option("--timeout", flags.timeout_seconds,
                  "Seconds to keep watching for training to finish")
       ->capture_default_str();
+  add_tls_flags(app, flags.tls);
 }
 
 int run_eval(const EvalFlags& flags) {
   if (!(flags.timeout_seconds > 0)) {
     std::fprintf(stderr, "psflow eval: --timeout %g must be a positive number of seconds\n",
                  flags.timeout_seconds);
+    return kExitUsage;
+  }
+  if (absl::StatusOr<TlsOptions> tls = tls_options_from_flags(flags.tls); !tls.ok()) {
+    std::fprintf(stderr, "psflow eval: %s\n", std::string(tls.status().message()).c_str());
     return kExitUsage;
   }
   SignalShutdown shutdown;

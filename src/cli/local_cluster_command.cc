@@ -9,6 +9,7 @@
 #include "cli/commands.h"
 #include "cli/local_cluster_session.h"
 #include "cli/signals.h"
+#include "cli/tls_flags.h"
 #include "cli/train_checks.h"
 
 namespace psflow::internal {
@@ -73,6 +74,16 @@ void print_tasks(const LocalCluster& cluster, std::FILE* out) {
 
 namespace {
 
+struct LocalClusterCommandFlags {
+  LocalClusterFlags cluster;
+  TlsFlags tls;
+};
+
+void add_local_cluster_command_flags(CLI::App& command, LocalClusterCommandFlags& flags) {
+  add_local_cluster_flags(command, flags.cluster);
+  add_tls_flags(command, flags.tls);
+}
+
 constexpr CommandHelp kLocalClusterHelp = {
     "local-cluster", "Run ps and worker tasks on loopback until SIGTERM or SIGINT",
     R"(Starts the tasks as child processes, prints one line per task on stdout,
@@ -84,12 +95,28 @@ is killed with SIGKILL.
 Stopping: on the first SIGTERM or SIGINT it stops its tasks (SIGTERM, then
 SIGKILL after 3 s) and exits within 10 s with status 128+signal (143 for
 SIGTERM, 130 for SIGINT); during start-up it exits at once. A second signal
-exits at once.)"};
+exits at once.
 
-int run_local_cluster(const LocalClusterFlags& flags) {
+Transport security: every connection is mutual TLS with a fresh CA and one
+certificate per task made for this run in a private temporary directory
+(removed at the end); --tls-dir DIR uses the certificates `psflow certs`
+wrote there instead, --insecure runs plaintext.)"};
+
+int run_local_cluster(const LocalClusterCommandFlags& command_flags) {
+  const LocalClusterFlags& flags = command_flags.cluster;
+  const TlsFlags& tls = command_flags.tls;
   // Before anything starts or is written.
-  if (absl::Status checked = check_local_cluster_flags(flags, /*for_training=*/false);
-      !checked.ok()) {
+  absl::Status checked = check_local_cluster_flags(flags, /*for_training=*/false);
+  if (checked.ok() && (!tls.ca_file.empty() || !tls.cert_file.empty() || !tls.key_file.empty())) {
+    checked = absl::InvalidArgumentError(
+        "--tls-ca/--tls-cert/--tls-key name one task's files; a local cluster needs one "
+        "certificate per task: pass --tls-dir DIR (from `psflow certs`), or nothing for a fresh "
+        "CA for this run");
+  }
+  if (checked.ok() && tls.insecure && !tls.dir.empty()) {
+    checked = absl::InvalidArgumentError("--insecure and --tls-dir do not combine; drop one");
+  }
+  if (!checked.ok()) {
     std::fprintf(stderr, "psflow local-cluster: %s\n", std::string(checked.message()).c_str());
     return kExitUsage;
   }
@@ -97,7 +124,10 @@ int run_local_cluster(const LocalClusterFlags& flags) {
   StopRequest& stop = shutdown.stop_request();
   {
     LocalClusterSession session(shutdown);
-    absl::StatusOr<LocalCluster*> cluster = session.start(to_local_cluster_options(flags));
+    LocalClusterOptions options = to_local_cluster_options(flags);
+    options.tls_dir = tls.dir;
+    options.insecure = tls.insecure;
+    absl::StatusOr<LocalCluster*> cluster = session.start(options);
     if (!cluster.ok()) {
       if (shutdown.exit_code().has_value()) return *shutdown.exit_code();
       std::fprintf(stderr, "psflow local-cluster: %s\n",
@@ -120,7 +150,7 @@ int run_local_cluster(const LocalClusterFlags& flags) {
 }  // namespace
 
 Command add_local_cluster_command(CLI::App& parent) {
-  return add_command(parent, kLocalClusterHelp, add_local_cluster_flags, run_local_cluster);
+  return add_command(parent, kLocalClusterHelp, add_local_cluster_command_flags, run_local_cluster);
 }
 
 }  // namespace psflow::internal

@@ -15,6 +15,7 @@
 #include "cli/cluster_flags.h"
 #include "cli/commands.h"
 #include "cli/signals.h"
+#include "cli/tls_flags.h"
 #include "psflow/cluster_resolver.h"
 #include "psflow/server.h"
 #include "psflow/status_macros.h"
@@ -35,6 +36,7 @@ struct ServerFlags {
   std::string non_finite_updates = "reject";
   bool check_config = false;
   ClusterResolverFlags cluster_resolver;
+  TlsFlags tls;
 };
 
 constexpr CommandHelp kServerHelp = {
@@ -78,6 +80,15 @@ code); never a line per call at the default level. PSFLOW_LOG_LEVEL sets the lea
 default), warning or error (or 0 to 3; any case). Another value is warned
 about and info is kept. The same holds for every psflow command.
 
+Transport security: with --tls-dir DIR (or PSFLOW_TLS_DIR) every connection is
+mutual TLS: the task presents DIR/<job>-<index>.crt and .key and accepts only
+peers whose certificate DIR/ca.crt signed (`psflow certs` makes them);
+--tls-ca/--tls-cert/--tls-key name the three files instead (e.g. a mounted
+Kubernetes secret). Without credentials a task on a loopback address serves
+plaintext; one on any other address refuses to start (exit 2) unless
+--insecure is given, which serves plaintext and warns at start and on every
+new connection.
+
 Example:
   TF_CONFIG='{"cluster": {"ps": ["127.0.0.1:2222"], "worker": ["127.0.0.1:2223"]},
               "task": {"type": "ps", "index": 0}}' psflow server
@@ -116,6 +127,7 @@ void add_server_flags(CLI::App& app, ServerFlags& flags) {
                  "applied) or allow (applied, as TensorFlow does)")
       ->capture_default_str();
   add_cluster_resolver_flags(app, flags.cluster_resolver);
+  add_tls_flags(app, flags.tls);
 }
 
 int usage_error(std::string_view message) {
@@ -213,6 +225,7 @@ absl::StatusOr<Role> resolve_role(const ServerFlags& flags, const CLI::App& app)
 // The options the flags ask for. The errors name the flags.
 absl::StatusOr<ServerOptions> server_options(const ServerFlags& flags) {
   ServerOptions options;
+  PSFLOW_ASSIGN_OR_RETURN(options.tls, tls_options_from_flags(flags.tls));
   options.bind_address = flags.bind;
   options.reuse_port = flags.reuse_port;
   // Checked here too so that the errors name the flags (and MiB never
@@ -284,6 +297,10 @@ int run_server(const ServerFlags& flags, const CLI::App& app) {
   absl::StatusOr<ServerOptions> options = server_options(flags);
   if (!options.ok()) return usage_error(sv(options.status().message()));
   if (flags.check_config) return check_config(flags, *role, *options);
+  // The task's own calls (a worker's to the ps) present its certificate too.
+  if (absl::Status tls = set_process_tls(options->tls, role->job, role->index); !tls.ok()) {
+    return usage_error(sv(tls.message()));
+  }
   absl::StatusOr<std::unique_ptr<Server>> server =
       Server::create(role->spec, role->job, role->index, *std::move(options));
   if (!server.ok()) return usage_error(sv(server.status().message()));

@@ -15,15 +15,19 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "base/logging.h"
 #include "cli/cluster_flags.h"
 #include "cli/commands.h"
 #include "cli/local_cluster_session.h"
 #include "cli/signals.h"
 #include "cli/task_identity.h"
+#include "cli/tls_flags.h"
 #include "cli/train_checks.h"
 #include "psflow/cluster_resolver.h"
 #include "psflow/status_macros.h"
+#include "psflow/tls_options.h"
 #include "rpc/channel.h"
+#include "security/task_identity_names.h"
 #include "train/model_registry.h"
 #include "train/resume_check.h"
 #include "train/run_lock.h"
@@ -40,6 +44,7 @@ struct TrainFlags {
   LocalClusterFlags cluster;
   TrainOptions train;
   ClusterResolverFlags cluster_resolver;
+  TlsFlags tls;
   double stop_timeout_seconds = absl::ToDoubleSeconds(kDefaultStopTimeout);
 };
 
@@ -131,6 +136,7 @@ absl::StatusOr<RunDirLock> take_run_dir(TrainOptions& options, bool default_dir)
 // rules) passed. Reads the environment only.
 struct ExternalCluster {
   ClusterSpec spec;
+  int chief_index = 0;
   const char* source = "TF_CONFIG";
 };
 absl::StatusOr<std::optional<ExternalCluster>> external_cluster(const TrainFlags& flags,
@@ -172,6 +178,7 @@ absl::StatusOr<std::optional<ExternalCluster>> external_cluster(const TrainFlags
     return absl::InvalidArgumentError(absl::StrCat(cluster.source, ": ", valid.message()));
   }
   cluster.spec = *std::move(spec);
+  cluster.chief_index = task_id->value_or(0);
   return std::optional<ExternalCluster>(std::move(cluster));
 }
 
@@ -248,6 +255,54 @@ absl::Status check_before_start(const TrainFlags& flags, const CLI::App& app, co
   }
   PSFLOW_RETURN_IF_ERROR(model.check_data(options));
   return check_writable_dir(options.run_dir, "--run-dir");
+}
+
+// The chief's transport security, set for every channel it opens, and the
+// line that says what it is. A local cluster makes its own credentials (a
+// fresh CA per run unless --tls-dir names some; PSFLOW_TLS_DIR, meant for
+// the tasks of a real cluster, is not read). With an external cluster the
+// chief presents its chief-<index> certificate; without one it refuses a
+// non-loopback address unless --insecure.
+absl::StatusOr<std::string> configure_transport(const TrainFlags& flags,
+                                                const std::optional<ExternalCluster>& external) {
+  if (!external.has_value()) {
+    const TlsFlags& tls = flags.tls;
+    if (!tls.ca_file.empty() || !tls.cert_file.empty() || !tls.key_file.empty()) {
+      return absl::InvalidArgumentError(
+          "--tls-ca/--tls-cert/--tls-key name one task's files; the local cluster needs one "
+          "certificate per task: pass --tls-dir DIR (from `psflow certs`), or nothing for a "
+          "fresh CA for this run");
+    }
+    if (tls.insecure && !tls.dir.empty()) {
+      return absl::InvalidArgumentError("--insecure and --tls-dir do not combine; drop one");
+    }
+    if (tls.insecure) return std::string("mTLS: off (--insecure; plaintext on loopback)");
+    if (!tls.dir.empty()) return absl::StrCat("mTLS: on (certificates in ", tls.dir, ")");
+    return std::string("mTLS: on (fresh CA for this run)");
+  }
+  PSFLOW_ASSIGN_OR_RETURN(TlsOptions tls, tls_options_from_flags(flags.tls));
+  PSFLOW_RETURN_IF_ERROR(set_process_tls(tls, kChiefJob, external->chief_index));
+  if (!tls.empty()) {
+    return absl::StrCat("mTLS: on (", tls.dir.empty() ? tls.cert_file : tls.dir, ")");
+  }
+  PSFLOW_ASSIGN_OR_RETURN(std::string address,
+                          external->spec.task_address(kChiefJob, external->chief_index));
+  const size_t colon = address.rfind(':');
+  const std::string host = address.substr(0, colon == std::string::npos ? 0 : colon);
+  if (tls.insecure) {
+    PSFLOW_LOG(Warning,
+               "mTLS off (--insecure): the chief talks to its tasks in plaintext, "
+               "unauthenticated");
+    return std::string("mTLS: off (--insecure)");
+  }
+  if (!is_loopback_name(host)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the chief's address ", address,
+        " is not loopback and it has no TLS credentials: make them with `psflow certs "
+        "--tf-config ... --out DIR` and pass --tls-dir DIR (or set PSFLOW_TLS_DIR, or pass "
+        "--tls-ca/--tls-cert/--tls-key), or pass --insecure to run without authentication"));
+  }
+  return std::string("mTLS: off (loopback cluster without credentials; --tls-dir turns it on)");
 }
 
 int run_train(const TrainFlags& given, const CLI::App& app) {
@@ -340,9 +395,15 @@ int run_train(const TrainFlags& given, const CLI::App& app) {
     return report(train(ClusterSpec(), options), options, shutdown);
   }
 
+  absl::StatusOr<std::string> transport = configure_transport(flags, external);
+  if (!transport.ok()) {
+    std::fprintf(stderr, "psflow train: %s\n", std::string(transport.status().message()).c_str());
+    return kExitUsage;
+  }
   LocalClusterSession session(shutdown);
   ClusterSpec spec;
   if (external.has_value()) {
+    std::printf("%s\n", transport->c_str());
     spec = external->spec;
     if (const std::optional<int> failed = lock_run_dir()) return *failed;
     if (std::optional<int> failed = wait_for_external_tasks(*external, flags, shutdown)) {
@@ -350,10 +411,12 @@ int run_train(const TrainFlags& given, const CLI::App& app) {
     }
   } else {
     if (const std::optional<int> failed = lock_run_dir()) return *failed;
-    std::printf("starting a local cluster: %d ps, %d workers\n", flags.cluster.num_ps,
-                flags.cluster.num_workers);
+    std::printf("starting a local cluster: %d ps, %d workers; %s\n", flags.cluster.num_ps,
+                flags.cluster.num_workers, transport->c_str());
     std::fflush(stdout);
     LocalClusterOptions cluster_options = to_local_cluster_options(flags.cluster);
+    cluster_options.tls_dir = flags.tls.dir;
+    cluster_options.insecure = flags.tls.insecure;
     if (options.ps_recovery && app.count("--max-restarts") == 0) {
       // Recovery waits for the lost ps to come back: the launcher must
       // restart it.
@@ -421,6 +484,7 @@ int report(const absl::StatusOr<TrainSummary>& summary, const TrainOptions& opti
 void add_train_flags(CLI::App& app, TrainFlags& flags) {
   add_local_cluster_flags(app, flags.cluster);
   add_cluster_resolver_flags(app, flags.cluster_resolver);
+  add_tls_flags(app, flags.tls);
   app.add_option("--stop-timeout", flags.stop_timeout_seconds,
                  "Seconds the first SIGTERM or SIGINT leaves to stop: cancel the closures in "
                  "flight, save a checkpoint, stop the local cluster (see below)")

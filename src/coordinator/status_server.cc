@@ -144,7 +144,11 @@ absl::StatusOr<std::vector<TaskState>> fetch_task_states(std::string_view addres
                                                          absl::Time deadline,
                                                          const std::vector<std::string>& tasks) {
   PSFLOW_RETURN_IF_ERROR(parse_host_port(address).status());
-  auto stub = v1::CoordinatorStatusService::NewStub(create_channel(address));
+  // The status service is plaintext on loopback (see the header), whatever
+  // credentials this process's task channels use.
+  ChannelOptions options;
+  options.plaintext = true;
+  auto stub = v1::CoordinatorStatusService::NewStub(create_channel(address, options));
   grpc::ClientContext context;
   configure_context(context, deadline);
   v1::GetTaskStatesRequest request;

@@ -24,8 +24,10 @@ class CoordinatorStatusServer {
  public:
   // Serves `states` (every task's, as get_task_states) on `listen`
   // ("host:port"; port 0 picks a free one). The default binds loopback
-  // only. INVALID_ARGUMENT for a malformed address, UNAVAILABLE when it
-  // cannot be bound.
+  // only. Plaintext: it answers read-only task states to `psflow status`
+  // on this machine, which holds no certificate of the run (the local
+  // cluster's CA is private to the run). INVALID_ARGUMENT for a malformed
+  // address, UNAVAILABLE when it cannot be bound.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<CoordinatorStatusServer>> start(
       std::function<std::vector<TaskState>()> states, std::string_view listen = "127.0.0.1:0");
   // Stops serving; calls in progress end first.

@@ -19,6 +19,7 @@
 #include "absl/time/clock.h"
 #include "base/logging.h"
 #include "base/strings.h"
+#include "launcher/cluster_credentials.h"
 #include "launcher/port_reservation.h"
 #include "launcher/process_spawner.h"
 #include "psflow/status_macros.h"
@@ -29,9 +30,11 @@ extern char** environ;
 
 namespace psflow {
 
+using internal::CertifiedTask;
 using internal::describe_wait_status;
 using internal::HealthCheck;
 using internal::is_loopback_host;
+using internal::LocalClusterCredentials;
 using internal::PortReservation;
 using internal::ProcessSpawner;
 using internal::self_executable_path;
@@ -90,8 +93,14 @@ absl::Status validate(const LocalClusterOptions& options) {
   if (!is_loopback_host(options.host)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "local cluster host '", options.host,
-        "' is not a loopback address; tasks serve without authentication, so they listen on "
-        "loopback only (use 127.0.0.1 or ::1)"));
+        "' is not a loopback address; a local cluster listens on loopback only (use 127.0.0.1 "
+        "or ::1); start tasks on other addresses with `psflow server` and certificates from "
+        "`psflow certs`"));
+  }
+  if (options.insecure && !options.tls_dir.empty()) {
+    return absl::InvalidArgumentError(
+        "LocalClusterOptions: insecure and tls_dir do not combine (plaintext, or TLS with the "
+        "certificates in tls_dir?)");
   }
   if (options.startup_timeout <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError("LocalClusterOptions::startup_timeout must be positive");
@@ -106,8 +115,10 @@ absl::Status validate(const LocalClusterOptions& options) {
 class LocalClusterImpl final : public LocalCluster {
  public:
   LocalClusterImpl(LocalClusterOptions options, std::string binary, ClusterSpec spec,
-                   std::vector<Task> tasks, std::vector<PortReservation> reservations)
-      : options_(std::move(options)),
+                   std::vector<Task> tasks, std::vector<PortReservation> reservations,
+                   std::unique_ptr<LocalClusterCredentials> credentials)
+      : credentials_(std::move(credentials)),
+        options_(std::move(options)),
         binary_(std::move(binary)),
         spec_(std::move(spec)),
         tasks_(std::move(tasks)),
@@ -292,6 +303,12 @@ class LocalClusterImpl final : public LocalCluster {
     request.binary = binary_;
     // --reuse-port: the port is held by our reservation socket.
     request.argv = {binary_, "server", "--reuse-port"};
+    if (credentials_ != nullptr) {
+      request.argv.insert(request.argv.end(), {"--tls-dir", credentials_->dir()});
+    } else {
+      // Plaintext even when this process's environment names credentials.
+      request.argv.push_back("--insecure");
+    }
     request.argv.insert(request.argv.end(), options_.server_flags.begin(),
                         options_.server_flags.end());
     request.env =
@@ -412,6 +429,8 @@ class LocalClusterImpl final : public LocalCluster {
     return mu_.AwaitWithTimeout(absl::Condition(&all_exited), timeout);
   }
 
+  // First: destroyed last, after the tasks that read its files are gone.
+  const std::unique_ptr<LocalClusterCredentials> credentials_;
   const LocalClusterOptions options_;
   const std::string binary_;
   const ClusterSpec spec_;
@@ -487,8 +506,24 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::start(LocalClusterOp
   // it later without racing other processes for it.
   if (options.include_chief) PSFLOW_RETURN_IF_ERROR(add_job(kChiefJob, 1, false));
 
+  std::unique_ptr<LocalClusterCredentials> credentials;
+  if (!options.insecure) {
+    std::vector<CertifiedTask> certified;
+    for (const Task& task : tasks) certified.push_back({task.job, task.index, options.host});
+    certified.push_back({std::string(kChiefJob), 0, options.host});
+    PSFLOW_ASSIGN_OR_RETURN(credentials,
+                            options.tls_dir.empty()
+                                ? LocalClusterCredentials::make_fresh(certified)
+                                : LocalClusterCredentials::use_directory(options.tls_dir));
+    PSFLOW_LOG(Info, "local cluster: mTLS on (",
+               options.tls_dir.empty() ? "fresh CA for this run" : "certificates in ",
+               options.tls_dir, ")");
+  } else {
+    PSFLOW_LOG(Info, "local cluster: mTLS off (insecure: plaintext on loopback)");
+  }
   auto cluster = std::make_unique<LocalClusterImpl>(options, std::move(binary), ClusterSpec(jobs),
-                                                    std::move(tasks), std::move(reservations));
+                                                    std::move(tasks), std::move(reservations),
+                                                    std::move(credentials));
   absl::Status status = cluster->spawn_all();
   if (status.ok()) status = cluster->wait_until_healthy(deadline);
   if (status.ok()) cluster->start_supervisor();

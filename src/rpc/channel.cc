@@ -14,6 +14,7 @@
 #include "psflow/v1/task.grpc.pb.h"
 #include "rpc/grpc_status.h"
 #include "rpc/health_check.h"
+#include "rpc/transport_credentials.h"
 
 namespace psflow::internal {
 namespace {
@@ -35,7 +36,9 @@ std::shared_ptr<grpc::Channel> create_channel(std::string_view target,
   args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
   args.SetMaxReceiveMessageSize(options.max_message_bytes);
   args.SetMaxSendMessageSize(options.max_message_bytes);
-  return grpc::CreateCustomChannel(std::string(target), grpc::InsecureChannelCredentials(), args);
+  std::shared_ptr<const TlsCredentials> tls =
+      options.plaintext ? nullptr : (options.tls != nullptr ? options.tls : default_tls());
+  return grpc::CreateCustomChannel(std::string(target), channel_credentials(tls.get()), args);
 }
 
 void configure_context(grpc::ClientContext& context, absl::Time deadline, bool wait_for_ready) {

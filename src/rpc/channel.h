@@ -13,6 +13,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "psflow/v1/task.pb.h"
+#include "security/tls_credentials.h"
 
 namespace psflow::internal {
 
@@ -44,9 +45,15 @@ struct ChannelOptions {
   // or above the servers' kMinPingInterval.
   absl::Duration keepalive_time = kKeepaliveTime;
   absl::Duration keepalive_timeout = kKeepaliveTimeout;
+  // Transport security: mutual TLS with `tls` when set, else with the
+  // process's credentials (default_tls(), transport_credentials.h), else
+  // plaintext. `plaintext` forces plaintext (tests of refusals).
+  std::shared_ptr<const TlsCredentials> tls;
+  bool plaintext = false;
 };
 
-// An insecure channel to `target` ("host:port") with the options above.
+// A channel to `target` ("host:port") with the options above: mutual TLS
+// when credentials are set (see ChannelOptions::tls), else plaintext.
 // Channels connect lazily; creating one never blocks or fails.
 [[nodiscard]] std::shared_ptr<grpc::Channel> create_channel(std::string_view target,
                                                             const ChannelOptions& options = {});

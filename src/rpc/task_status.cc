@@ -50,8 +50,10 @@ std::string escape_controls(absl::string_view text) {
 uint64_t process_incarnation() { return kIncarnation; }
 absl::Time process_start_time() { return kProcessStart; }
 
-TaskStatus::TaskStatus(std::string job_name, int task_index)
-    : job_name_(std::move(job_name)), task_index_(task_index) {}
+TaskStatus::TaskStatus(std::string job_name, int task_index, bool insecure_exposed)
+    : job_name_(std::move(job_name)),
+      task_index_(task_index),
+      insecure_exposed_(insecure_exposed) {}
 
 void TaskStatus::fill(v1::GetStatusResponse& response) const {
   response.set_job_name(job_name_);
@@ -74,6 +76,11 @@ void TaskStatus::note_caller(grpc::CallbackServerContext* context, std::string_v
   if (logged > kMaxLoggedConnections) {
     PSFLOW_LOG(Info, name, ": ", kMaxLoggedConnections,
                " connections logged; further ones are not");
+    return;
+  }
+  if (insecure_exposed_) {
+    PSFLOW_LOG(Warning, name, ": an unauthenticated client connected from ", peer,
+               " over plaintext (--insecure; first call: ", av(call), ")");
     return;
   }
   PSFLOW_LOG(Info, name, ": a client connected from ", peer, " (first call: ", av(call), ")");

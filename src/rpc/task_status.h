@@ -32,7 +32,9 @@ namespace psflow::internal {
 // guarded by its own mutex).
 class TaskStatus {
  public:
-  TaskStatus(std::string job_name, int task_index);
+  // `insecure_exposed`: the task serves plaintext on a non-loopback address
+  // (--insecure); every new connection is then logged as a warning.
+  TaskStatus(std::string job_name, int task_index, bool insecure_exposed = false);
 
   void fill(v1::GetStatusResponse& response) const;
   // The GetStatus handler of every service a task serves: fills `response`
@@ -43,7 +45,8 @@ class TaskStatus {
   // a client connected and which call it made first: a coordinator asks
   // GetStatus when it connects, workers update variables with Execute. At
   // most kMaxLoggedConnections connections are logged, so that a long-lived
-  // task's log stays short; never a line per call.
+  // task's log stays short; never a line per call. A warning instead when
+  // the task is insecure_exposed.
   void note_caller(grpc::CallbackServerContext* context, std::string_view call) const;
   static constexpr size_t kMaxLoggedConnections = 1024;
   // Logs at WARNING that `call` failed with `status` (nothing when it is
@@ -59,6 +62,7 @@ class TaskStatus {
  private:
   std::string job_name_;
   int task_index_;
+  bool insecure_exposed_;
   mutable absl::Mutex peers_mu_;
   mutable absl::flat_hash_set<std::string> peers_ ABSL_GUARDED_BY(peers_mu_);
   mutable absl::Mutex errors_mu_;

@@ -25,7 +25,9 @@
 #include "rpc/bind_diagnosis.h"
 #include "rpc/channel.h"
 #include "rpc/task_status.h"
+#include "rpc/transport_credentials.h"
 #include "server/task_plan.h"
+#include "server/task_transport.h"
 #include "strategy/client_lookup.h"
 #include "worker/executor_service.h"
 
@@ -82,7 +84,7 @@ void enable_health_service_once() {
 class TaskServer final : public Server {
  public:
   TaskServer(const ClusterSpec& spec, std::string job, int index, HostPort address,
-             ListenAddress listen, ServerOptions options)
+             ListenAddress listen, ServerOptions options, internal::TaskTransport transport)
       : job_(std::move(job)),
         index_(index),
         name_(psflow::task_name(job_, index_)),
@@ -90,7 +92,8 @@ class TaskServer final : public Server {
         bind_address_(std::move(listen.address)),
         bind_origin_(std::move(listen.origin)),
         options_(std::move(options)),
-        status_(job_, index_) {
+        transport_(std::move(transport)),
+        status_(job_, index_, transport_.insecure_exposed) {
     if (job_ == kPsJob) {
       VariableServiceOptions service_options;
       service_options.max_message_bytes = static_cast<size_t>(options_.max_message_bytes);
@@ -125,7 +128,8 @@ class TaskServer final : public Server {
     }
     grpc::ServerBuilder builder;
     int selected_port = 0;
-    builder.AddListeningPort(bind_address_, grpc::InsecureServerCredentials(), &selected_port);
+    builder.AddListeningPort(bind_address_, internal::server_credentials(transport_.tls.get()),
+                             &selected_port);
     builder.RegisterService(service_.get());
     builder.SetMaxReceiveMessageSize(options_.max_message_bytes);
     builder.SetMaxSendMessageSize(options_.max_message_bytes);
@@ -150,6 +154,11 @@ class TaskServer final : public Server {
     PSFLOW_LOG(Info, name_, " listening on ",
                bound.ok() ? join_host_port(bound->host, selected_port) : bind_address_, " (",
                bind_origin_, ")");
+    if (transport_.insecure_exposed) {
+      PSFLOW_LOG(Warning, name_, ": ", transport_.description);
+    } else {
+      PSFLOW_LOG(Info, name_, ": ", transport_.description);
+    }
     target_ = join_host_port(address_.host, address_.port == 0 ? selected_port : address_.port);
     server_ = std::move(server);
     state_ = State::kRunning;
@@ -213,6 +222,7 @@ class TaskServer final : public Server {
   const std::string bind_address_;
   const std::string bind_origin_;
   const ServerOptions options_;
+  const internal::TaskTransport transport_;
   const TaskStatus status_;
   std::unique_ptr<grpc::Service> service_;
 
@@ -230,9 +240,12 @@ absl::StatusOr<std::unique_ptr<Server>> Server::create(const ClusterSpec& spec,
                                                        std::string job_name, int task_index,
                                                        ServerOptions options) {
   PSFLOW_ASSIGN_OR_RETURN(TaskPlan plan, plan_task(spec, job_name, task_index, options));
+  PSFLOW_ASSIGN_OR_RETURN(HostPort listen, parse_host_port(plan.listen.address));
+  PSFLOW_ASSIGN_OR_RETURN(internal::TaskTransport transport,
+                          internal::plan_transport(options.tls, plan.job, task_index, listen.host));
   return std::unique_ptr<Server>(new TaskServer(spec, std::move(plan.job), task_index,
                                                 std::move(plan.address), std::move(plan.listen),
-                                                std::move(options)));
+                                                std::move(options), std::move(transport)));
 }
 
 }  // namespace psflow

@@ -56,7 +56,6 @@ PROBE_KEYS = {
     "grpc", "httpGet", "tcpSocket", "exec", "initialDelaySeconds", "periodSeconds",
     "timeoutSeconds", "successThreshold", "failureThreshold", "terminationGracePeriodSeconds",
 }
-GRPC_ACTION_KEYS = {"port", "service"}
 FIELD_REFS = {"metadata.name", "metadata.namespace", "status.podIP", "spec.nodeName"}
 
 
@@ -260,7 +259,7 @@ class PodTemplateTest(unittest.TestCase):
                         if "valueFrom" in item:
                             self.assertIn(item["valueFrom"]["fieldRef"]["fieldPath"], FIELD_REFS)
 
-    def test_tasks_are_probed_over_grpc_on_the_port_they_listen_on(self):
+    def test_tasks_are_probed_over_tcp_on_the_port_they_listen_on(self):
         for path, role, _, template, doc in self.templates:
             container = main_container(template, doc)
             where = f"{os.path.relpath(path, SOURCE_DIR)} {doc['metadata']['name']} {role}"
@@ -280,11 +279,30 @@ class PodTemplateTest(unittest.TestCase):
                     probe = container.get(probe_name)
                     self.assertIsNotNone(probe, f"{where}: no {probe_name}")
                     self.assertLessEqual(set(probe), PROBE_KEYS, where)
-                    self.assertIn("grpc", probe, f"{where}: {probe_name} is not a grpc probe")
-                    self.assertLessEqual(set(probe["grpc"]), GRPC_ACTION_KEYS, where)
-                    self.assertEqual(probe["grpc"]["port"], PORT, where)
-                    service = probe["grpc"].get("service", "")
-                    self.assertIn(service, ("", ROLE_SERVICE[role]), where)
+                    # kubelet's gRPC probe presents no client certificate, and
+                    # the tasks require one (mutual TLS): a TCP probe.
+                    self.assertNotIn("grpc", probe, f"{where}: {probe_name} cannot pass mTLS")
+                    self.assertIn("tcpSocket", probe, f"{where}: {probe_name} is not a TCP probe")
+                    self.assertEqual(probe["tcpSocket"]["port"], PORT, where)
+
+    def test_every_pod_has_its_tls_credentials_from_a_secret(self):
+        for path, role, _, template, doc in self.templates:
+            container = main_container(template, doc)
+            where = f"{os.path.relpath(path, SOURCE_DIR)} {doc['metadata']['name']} {role}"
+            with self.subTest(where):
+                env = {e["name"]: e.get("value") for e in container.get("env", [])}
+                tls_dir = env.get("PSFLOW_TLS_DIR")
+                self.assertTrue(tls_dir, f"{where}: no PSFLOW_TLS_DIR")
+                mounts = {m["mountPath"]: m for m in container.get("volumeMounts", [])}
+                self.assertIn(tls_dir, mounts, f"{where}: PSFLOW_TLS_DIR is not a mount")
+                self.assertTrue(mounts[tls_dir].get("readOnly"), where)
+                volumes = {v["name"]: v for v in template["spec"].get("volumes", [])}
+                volume = volumes[mounts[tls_dir]["name"]]
+                self.assertIn("secret", volume, f"{where}: the credentials are not a Secret")
+                # Owner and group (the pod's fsGroup) only.
+                self.assertEqual(volume["secret"].get("defaultMode", 0o644) & 0o007, 0, where)
+                self.assertEqual(template["spec"]["securityContext"].get("fsGroup"),
+                                 template["spec"]["securityContext"].get("runAsGroup"), where)
 
 
 class TFJobTest(unittest.TestCase):

@@ -3,6 +3,8 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -10,7 +12,11 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
+#include "psflow/tls_options.h"
 #include "rpc/channel.h"
+#include "rpc/transport_credentials.h"
+#include "security/cluster_certificates.h"
+#include "security/private_file.h"
 #include "test_process.h"
 
 namespace psflow::internal {
@@ -91,13 +97,42 @@ void close_all(const std::vector<int>& fds) {
   }
 }
 
-TestProcess launch_local_cluster() {
-  return TestProcess({PSFLOW_BINARY_PATH, "local-cluster", "--num-ps", "2", "--num-workers", "3"},
-                     ::psflow::internal::testing::test_environment());
+// Certificates for the launcher's tasks (its own fresh CA is private to
+// it), made here so that this process can talk to the tasks as their chief;
+// removed at the end of the test.
+class TestCredentials {
+ public:
+  TestCredentials() : dir_(make_private_temp_directory("psflow-cli-tls-").value_or("")) {
+    std::vector<CertifiedTask> tasks = {{"chief", 0, "127.0.0.1"}};
+    for (int i = 0; i < 2; ++i) tasks.push_back({"ps", i, "127.0.0.1"});
+    for (int i = 0; i < 3; ++i) tasks.push_back({"worker", i, "127.0.0.1"});
+    EXPECT_TRUE(write_cluster_certificates(tasks, dir_).ok());
+    EXPECT_TRUE(set_process_tls(TlsOptions{.dir = dir_}, "chief", 0).ok());
+  }
+  ~TestCredentials() {
+    set_default_tls(nullptr);
+    std::error_code error;
+    std::filesystem::remove_all(dir_, error);
+  }
+  TestCredentials(const TestCredentials&) = delete;
+  TestCredentials& operator=(const TestCredentials&) = delete;
+  [[nodiscard]] const std::string& dir() const { return dir_; }
+
+ private:
+  std::string dir_;
+};
+
+// Without `credentials`, the launcher makes a fresh CA of its own.
+TestProcess launch_local_cluster(const TestCredentials* credentials = nullptr) {
+  std::vector<std::string> argv = {PSFLOW_BINARY_PATH, "local-cluster", "--num-ps", "2",
+                                   "--num-workers", "3"};
+  if (credentials != nullptr) argv.insert(argv.end(), {"--tls-dir", credentials->dir()});
+  return TestProcess(std::move(argv), ::psflow::internal::testing::test_environment());
 }
 
 TEST(LocalClusterCliTest, TasksDieWhenLauncherIsKilledWithSigkill) {
-  TestProcess launcher = launch_local_cluster();
+  const TestCredentials credentials;
+  TestProcess launcher = launch_local_cluster(&credentials);
   ASSERT_GT(launcher.pid(), 0);
   std::vector<TaskLine> tasks = start_launcher(launcher, 5);
   ASSERT_EQ(tasks.size(), 5u);
@@ -108,6 +143,12 @@ TEST(LocalClusterCliTest, TasksDieWhenLauncherIsKilledWithSigkill) {
     absl::StatusOr<v1::GetStatusResponse> status =
         get_status(task.address, task.job, task.index, absl::Now() + absl::Seconds(10));
     ASSERT_TRUE(status.ok()) << status.status();
+    // Over mutual TLS only.
+    ChannelOptions plaintext;
+    plaintext.plaintext = true;
+    EXPECT_FALSE(get_status(create_channel(task.address, plaintext), task.address, task.job,
+                            task.index, absl::Now() + absl::Seconds(10))
+                     .ok());
     EXPECT_EQ(status->job_name(), task.job);
     EXPECT_EQ(status->task_index(), task.index);
     EXPECT_EQ(status->pid(), task.pid);

@@ -6,11 +6,19 @@ With a delay, every task that opens connections (the chief and the workers)
 gets a delay proxy (delay_proxy.py) on its own host, and its TF_CONFIG names
 the proxy's loopback addresses instead of its peers': every connection
 between hosts then carries the delay in both directions.
+
+Every connection is mutual TLS: start_tasks makes the cluster's certificates
+with `psflow certs` (loopback names included, for the proxies) and sets
+PSFLOW_TLS_DIR for every process started after it, the chief included.
 """
 
+import atexit
 import json
 import os
+import shutil
+import subprocess
 import sys
+import tempfile
 
 import netns_hosts
 
@@ -61,12 +69,25 @@ def _proxied(hosts, host, cluster, jobs, delay_ms, log_dir, name):
     return seen
 
 
+def make_certificates(psflow, cluster):
+    """Writes the cluster's CA and task certificates into a new private
+    directory (removed at exit) and points PSFLOW_TLS_DIR at it."""
+    tls_dir = tempfile.mkdtemp(prefix="psflow-multihost-tls-")
+    atexit.register(shutil.rmtree, tls_dir, True)
+    subprocess.run([psflow, "certs", "--cluster-spec", json.dumps(cluster), "--out", tls_dir,
+                    "--loopback-names"], check=True, stdout=subprocess.DEVNULL)
+    os.environ["PSFLOW_TLS_DIR"] = tls_dir
+    return tls_dir
+
+
 def start_tasks(hosts, psflow, log_dir, delay_ms=0, wrap=None):
-    """Starts the ps and worker tasks; returns the chief's TF_CONFIG.
-    `wrap(job, index, argv)`, when given, returns the command line a task
-    runs instead of argv (e.g. argv behind a setup step)."""
+    """Starts the ps and worker tasks over mutual TLS (make_certificates);
+    returns the chief's TF_CONFIG. `wrap(job, index, argv)`, when given,
+    returns the command line a task runs instead of argv (e.g. argv behind
+    a setup step)."""
     wrap = wrap or (lambda job, index, argv: argv)
     cluster = cluster_of(hosts)
+    make_certificates(psflow, cluster)
     for index, host in enumerate(PS):
         hosts.start(host, wrap("ps", index, [psflow, "server"]),
                     env={"TF_CONFIG": tf_config(cluster, "ps", index)},
