@@ -21,7 +21,6 @@
 #include "launcher/port_reservation.h"
 #include "ps/request/execute_batch.h"
 #include "psflow/v1/task.grpc.pb.h"
-#include "rpc/channel.h"
 #include "tensor/codec.h"
 #include "test_certificates.h"
 #include "test_process.h"
@@ -282,6 +281,7 @@ TEST_F(AuthorizationTest, WorkerCertificateCannotRunFunctionsOnAnotherWorker) {
     v1::RunFunctionRequest request;
     request.set_function_name("testing/echo");
     request.set_closure_id(1);
+    structure_to_proto(Structure(), request.mutable_args());
     v1::RunFunctionResponse response;
     const grpc::Status s = worker_stub->RunFunction(&context, request, &response);
     EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED) << s.error_message();
@@ -312,10 +312,11 @@ TEST_F(AuthorizationTest, WorkerCertificateCannotRunFunctionsOnAnotherWorker) {
   v1::RunFunctionRequest request;
   request.set_function_name("testing/worker_index");
   request.set_closure_id(2);
+  structure_to_proto(Structure(), request.mutable_args());
   v1::RunFunctionResponse response;
-  ASSERT_TRUE(v1::ExecutorService::NewStub(channel(2, "chief-0"))
-                  ->RunFunction(&context, request, &response)
-                  .ok());
+  const grpc::Status s = v1::ExecutorService::NewStub(channel(2, "chief-0"))
+                             ->RunFunction(&context, request, &response);
+  ASSERT_TRUE(s.ok()) << s.error_message();
   EXPECT_EQ(response.code(), 0) << response.message();
 }
 
@@ -421,9 +422,17 @@ TEST(ProductionBinaryTest, OffersNoTestingProbes) {
                       "0", "--cluster-json", cluster},
                      test_environment());
   ASSERT_GT(server.pid(), 0);
-  const absl::Time deadline = absl::Now() + kStartTimeout;
-  ASSERT_TRUE(wait_for_healthy(worker->address(), "/job:worker/replica:0/task:0", deadline).ok());
-  auto stub = v1::ExecutorService::NewStub(create_channel(worker->address()));
+  // Plaintext on loopback, whatever credentials this process holds.
+  auto stub = v1::ExecutorService::NewStub(
+      grpc::CreateChannel(worker->address(), grpc::InsecureChannelCredentials()));
+  {
+    grpc::ClientContext context;
+    set_deadline(context, kStartTimeout);
+    context.set_wait_for_ready(true);
+    v1::GetStatusResponse status;
+    const grpc::Status s = stub->GetStatus(&context, v1::GetStatusRequest(), &status);
+    ASSERT_TRUE(s.ok()) << s.error_message() << "\n" << server.read_stderr(absl::Now());
+  }
   for (const char* name : {"testing/echo", "testing/fail", "testing/hold", "examples/increment"}) {
     SCOPED_TRACE(name);
     grpc::ClientContext context;
@@ -431,6 +440,7 @@ TEST(ProductionBinaryTest, OffersNoTestingProbes) {
     v1::RunFunctionRequest request;
     request.set_function_name(name);
     request.set_closure_id(1);
+    structure_to_proto(Structure(), request.mutable_args());
     v1::RunFunctionResponse response;
     ASSERT_TRUE(stub->RunFunction(&context, request, &response).ok());
     EXPECT_EQ(response.code(), static_cast<int>(absl::StatusCode::kNotFound)) << response.message();
