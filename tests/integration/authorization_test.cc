@@ -1,8 +1,7 @@
 // Roles and value ids against real ps and worker processes over mutual TLS,
 // with real certificates (openssl): a valid certificate with the wrong role
 // is PERMISSION_DENIED and changes nothing; a value id used by a client
-// other than its creator is NOT_FOUND and the value stays intact; the
-// production binary offers no testing/* probes.
+// other than its creator is NOT_FOUND and the value stays intact.
 #include <grpcpp/create_channel.h>
 #include <grpcpp/security/credentials.h>
 #include <stdlib.h>
@@ -15,12 +14,14 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "launcher/port_reservation.h"
 #include "ps/request/execute_batch.h"
 #include "psflow/v1/task.grpc.pb.h"
+#include "psflow/variable_handle.h"
 #include "tensor/codec.h"
 #include "test_certificates.h"
 #include "test_process.h"
@@ -410,41 +411,82 @@ TEST_F(AuthorizationTest, StolenValueIdIsNotFoundAndTheValueStaysIntact) {
   EXPECT_TRUE(a->Dispose(&context, dispose, &disposed).ok());
 }
 
-// The production binary (`psflow`, not psflow_testing) registers no
-// testing/* probes: a worker of it answers NOT_FOUND for them.
-TEST(ProductionBinaryTest, OffersNoTestingProbes) {
-  absl::StatusOr<PortReservation> ps = PortReservation::reserve("127.0.0.1");
-  absl::StatusOr<PortReservation> worker = PortReservation::reserve("127.0.0.1");
-  ASSERT_TRUE(ps.ok() && worker.ok());
-  const std::string cluster = absl::StrCat(R"({"ps": [")", ps->address(), R"("], "worker": [")",
-                                           worker->address(), R"("]})");
-  TestProcess server({PSFLOW_BINARY_PATH, "server", "--reuse-port", "--job", "worker", "--task",
-                      "0", "--cluster-json", cluster},
-                     test_environment());
-  ASSERT_GT(server.pid(), 0);
-  // Plaintext on loopback, whatever credentials this process holds.
-  auto stub = v1::ExecutorService::NewStub(
-      grpc::CreateChannel(worker->address(), grpc::InsecureChannelCredentials()));
-  {
-    grpc::ClientContext context;
-    set_deadline(context, kStartTimeout);
-    context.set_wait_for_ready(true);
-    v1::GetStatusResponse status;
-    const grpc::Status s = stub->GetStatus(&context, v1::GetStatusRequest(), &status);
-    ASSERT_TRUE(s.ok()) << s.error_message() << "\n" << server.read_stderr(absl::Now());
-  }
-  for (const char* name : {"testing/echo", "testing/fail", "testing/hold", "examples/increment"}) {
-    SCOPED_TRACE(name);
+// A closure id belongs to the client that sent the closure: another client
+// cancelling the same id finds nothing running, and cancels nothing.
+TEST_F(AuthorizationTest, CancellingAnotherClientsClosureFindsNothingRunning) {
+  auto scalar_handle = [](const std::string& name) {
+    VariableHandle handle;
+    handle.name = name;
+    handle.dtype = DType::kInt64;
+    handle.parts.push_back(
+        VariablePartHandle{.job = "ps", .task = 0, .name = name, .shape = {}, .offset = 0});
+    return handle.to_structure();
+  };
+  v1::ExecuteResponse created;
+  ASSERT_TRUE(execute("chief-0",
+                      batch_of({op(Op::CREATE, "authz_arrived", Tensor::scalar<int64_t>(0)),
+                                op(Op::CREATE, "authz_gate", Tensor::scalar<int64_t>(0))}),
+                      &created)
+                  .ok());
+  // The closure holds on worker/0 until the gate opens; it reaches the ps
+  // with the worker's own certificate.
+  auto a = v1::ExecutorService::NewStub(channel(1, "chief-0"));
+  grpc::ClientContext run_context;
+  set_deadline(run_context);
+  v1::RunFunctionRequest run;
+  run.set_function_name("testing/hold");
+  run.set_closure_id(77);
+  structure_to_proto(Structure::dict({{"arrived", scalar_handle("authz_arrived")},
+                                      {"gate", scalar_handle("authz_gate")}}),
+                     run.mutable_args());
+  v1::RunFunctionResponse run_response;
+  absl::Notification finished;
+  grpc::Status run_status;
+  a->async()->RunFunction(&run_context, &run, &run_response, [&](grpc::Status s) {
+    run_status = std::move(s);
+    finished.Notify();
+  });
+  auto arrived = [] {
+    v1::ExecuteResponse response;
+    const grpc::Status s = execute("chief-0", batch_of({op(Op::READ, "authz_arrived")}), &response);
+    if (!s.ok() || response.results_size() != 1) return false;
+    absl::StatusOr<Tensor> t = tensor_from_proto(response.mutable_results(0), CodecLimits());
+    return t.ok() && t->scalar_value<int64_t>() == 1;
+  };
+  // Bounded wait for the closure to run (each check is one READ).
+  const absl::Time give_up = absl::Now() + kCallTimeout;
+  bool running = false;
+  while (!running && absl::Now() < give_up && !finished.HasBeenNotified()) running = arrived();
+  ASSERT_TRUE(running) << "the closure did not start: " << run_response.message();
+
+  auto cancel = [](const std::string& stem, uint64_t closure_id) {
     grpc::ClientContext context;
     set_deadline(context);
-    v1::RunFunctionRequest request;
-    request.set_function_name(name);
-    request.set_closure_id(1);
-    structure_to_proto(Structure(), request.mutable_args());
-    v1::RunFunctionResponse response;
-    ASSERT_TRUE(stub->RunFunction(&context, request, &response).ok());
-    EXPECT_EQ(response.code(), static_cast<int>(absl::StatusCode::kNotFound)) << response.message();
-  }
+    v1::CancelFunctionRequest request;
+    request.set_closure_id(closure_id);
+    v1::CancelFunctionResponse response;
+    const grpc::Status s = v1::ExecutorService::NewStub(channel(1, stem))
+                               ->CancelFunction(&context, request, &response);
+    return std::make_pair(s, response.was_running());
+  };
+  const auto [other_status, other_found] = cancel("chief-1", 77);
+  ASSERT_TRUE(other_status.ok()) << other_status.error_message();
+  EXPECT_FALSE(other_found) << "another client's cancel reached the closure";
+  EXPECT_EQ(cancel("worker-1", 77).first.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  const auto [own_status, own_found] = cancel("chief-0", 77);
+  ASSERT_TRUE(own_status.ok()) << own_status.error_message();
+  EXPECT_TRUE(own_found) << "the closure's own client did not find it running";
+  // Released, the closure finishes.
+  ASSERT_TRUE(execute("chief-0",
+                      batch_of({op(Op::ASSIGN, "authz_gate", Tensor::scalar<int64_t>(1))}),
+                      &created)
+                  .ok());
+  ASSERT_TRUE(finished.WaitForNotificationWithTimeout(kCallTimeout));
+  EXPECT_TRUE(run_status.ok()) << run_status.error_message();
+  ASSERT_TRUE(execute("chief-0",
+                      batch_of({op(Op::DELETE, "authz_arrived"), op(Op::DELETE, "authz_gate")}),
+                      &created)
+                  .ok());
 }
 
 }  // namespace
