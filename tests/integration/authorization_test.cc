@@ -340,8 +340,8 @@ TEST_F(AuthorizationTest, StolenValueIdIsNotFoundAndTheValueStaysIntact) {
   // Ids carry 128 random bits after the worker's prefix.
   EXPECT_GE(id.size(), 32u) << id;
 
-  auto compute = [&id](v1::ExecutorService::Stub& stub, const std::string& value_id,
-                       v1::ComputeResponse* response) {
+  auto compute = [](v1::ExecutorService::Stub& stub, const std::string& value_id,
+                    v1::ComputeResponse* response) {
     grpc::ClientContext context;
     set_deadline(context);
     v1::ComputeRequest request;
