@@ -50,6 +50,7 @@ absl::Time deadline() { return absl::Now() + kCallTimeout; }
 // One cluster and this process's clients of it. The clients take the
 // process's credentials when they are made (create_channel), so each side
 // is made while the default credentials are its own.
+// Thread-safety: made once, then used by the benchmark thread only.
 struct Side {
   std::unique_ptr<LocalCluster> cluster;
   std::unique_ptr<VariableClient> ps;
@@ -83,6 +84,7 @@ absl::Status start_side(Side& side, bool tls) {
   return absl::OkStatus();
 }
 
+// Thread-safety: as Side.
 struct Sides {
   Side plain;
   Side tls;
@@ -227,8 +229,10 @@ absl::StatusOr<double> train_epoch(bool tls) {
   std::shared_ptr<const TlsCredentials> previous = default_tls();
   if (!tls) set_default_tls(nullptr);
   absl::StatusOr<std::unique_ptr<LocalCluster>> cluster = LocalCluster::start(options);
-  absl::StatusOr<TrainSummary> summary = cluster.status();
-  if (cluster.ok()) {
+  absl::StatusOr<TrainSummary> summary = absl::UnknownError("the cluster did not start");
+  if (!cluster.ok()) {
+    summary = cluster.status();
+  } else {
     TrainOptions train;
     train.epochs = 1;
     train.out = nullptr;

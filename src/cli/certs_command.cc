@@ -14,6 +14,7 @@
 namespace psflow::internal {
 namespace {
 
+// Thread-safety: a value type.
 struct CertsFlags {
   std::string tf_config;
   std::string cluster_spec;

@@ -74,6 +74,7 @@ void print_tasks(const LocalCluster& cluster, std::FILE* out) {
 
 namespace {
 
+// Thread-safety: a value type.
 struct LocalClusterCommandFlags {
   LocalClusterFlags cluster;
   TlsFlags tls;

@@ -11,6 +11,7 @@ namespace {
 using ::testing::HasSubstr;
 
 // Sets PSFLOW_TLS_DIR for one test.
+// Thread-safety: owned by one test (the environment is the process's).
 class TlsDirEnv {
  public:
   explicit TlsDirEnv(const char* value) { ::setenv(kTlsDirEnv, value, 1); }

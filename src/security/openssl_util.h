@@ -15,6 +15,7 @@
 
 namespace psflow::internal {
 
+// Thread-safety: stateless.
 struct OpenSslFree {
   void operator()(BIO* p) const { BIO_free_all(p); }
   void operator()(EVP_PKEY* p) const { EVP_PKEY_free(p); }

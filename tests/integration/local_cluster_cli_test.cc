@@ -100,6 +100,7 @@ void close_all(const std::vector<int>& fds) {
 // Certificates for the launcher's tasks (its own fresh CA is private to
 // it), made here so that this process can talk to the tasks as their chief;
 // removed at the end of the test.
+// Thread-safety: owned by one test.
 class TestCredentials {
  public:
   TestCredentials() : dir_(make_private_temp_directory("psflow-cli-tls-").value_or("")) {
@@ -124,8 +125,8 @@ class TestCredentials {
 
 // Without `credentials`, the launcher makes a fresh CA of its own.
 TestProcess launch_local_cluster(const TestCredentials* credentials = nullptr) {
-  std::vector<std::string> argv = {PSFLOW_BINARY_PATH, "local-cluster", "--num-ps", "2",
-                                   "--num-workers", "3"};
+  std::vector<std::string> argv = {
+      PSFLOW_BINARY_PATH, "local-cluster", "--num-ps", "2", "--num-workers", "3"};
   if (credentials != nullptr) argv.insert(argv.end(), {"--tls-dir", credentials->dir()});
   return TestProcess(std::move(argv), ::psflow::internal::testing::test_environment());
 }

@@ -36,6 +36,7 @@ using Op = v1::VariableOp;
 absl::Time deadline(absl::Duration within = absl::Seconds(30)) { return absl::Now() + within; }
 
 // A private temporary directory, removed at the end of the test.
+// Thread-safety: owned by one test.
 class TempDir {
  public:
   TempDir() : path_(make_private_temp_directory("psflow-tls-test-").value_or("")) {}
@@ -52,6 +53,7 @@ class TempDir {
   std::string path_;
 };
 
+// Thread-safety: a value type.
 struct CommandResult {
   int code = -1;
   std::string out;
