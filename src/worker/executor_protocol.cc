@@ -161,6 +161,9 @@ class ComputeReactor final : public grpc::ServerUnaryReactor {
 grpc::ServerUnaryReactor* ExecutorServiceImpl::CreateValue(grpc::CallbackServerContext* context,
                                                            const grpc::ByteBuffer* request,
                                                            grpc::ByteBuffer* response) {
+  absl::StatusOr<PeerIdentity> caller = authorize_call(*context, Method::kWorkerCreateValue);
+  if (!caller.ok()) return refuse(context, "CreateValue", caller.status());
+  const std::string owner = caller->owner();
   v1::CreateValueRequest message;
   if (absl::Status s = parse(*request, &message); !s.ok()) return finish(context, s);
   absl::StatusOr<std::string> id;
@@ -173,14 +176,13 @@ grpc::ServerUnaryReactor* ExecutorServiceImpl::CreateValue(grpc::CallbackServerC
         id = absl::InvalidArgumentError(
             absl::StrCat("CreateValue: malformed structure: ", value.status().message()));
       } else {
-        id = values_.create_value(*std::move(value));
+        id = values_.create_value(owner, *std::move(value));
       }
       break;
     }
     case v1::CreateValueRequest::kFunctionName: {
-      absl::StatusOr<const RegisteredFunction*> function =
-          registry_.lookup(message.function_name());
-      id = function.ok() ? values_.create_function(message.function_name()) : function.status();
+      const absl::Status known = check_function(message.function_name(), *caller);
+      id = known.ok() ? values_.create_function(owner, message.function_name()) : known;
       break;
     }
     case v1::CreateValueRequest::VALUE_NOT_SET:
@@ -195,6 +197,8 @@ grpc::ServerUnaryReactor* ExecutorServiceImpl::CreateValue(grpc::CallbackServerC
 grpc::ServerUnaryReactor* ExecutorServiceImpl::CreateCall(grpc::CallbackServerContext* context,
                                                           const grpc::ByteBuffer* request,
                                                           grpc::ByteBuffer* response) {
+  absl::StatusOr<PeerIdentity> caller = authorize_call(*context, Method::kWorkerCreateCall);
+  if (!caller.ok()) return refuse(context, "CreateCall", caller.status());
   v1::CreateCallRequest message;
   if (absl::Status s = parse(*request, &message); !s.ok()) return finish(context, s);
   if (message.function_ref().id().empty()) {
@@ -215,7 +219,7 @@ grpc::ServerUnaryReactor* ExecutorServiceImpl::CreateCall(grpc::CallbackServerCo
   {
     absl::MutexLock lock(&call_order_mu_);
     absl::StatusOr<ValueGraph::PendingCall> call =
-        values_.create_call(message.function_ref().id(), argument);
+        values_.create_call(caller->owner(), message.function_ref().id(), argument);
     if (!call.ok()) return finish(context, call.status());
     id = call->id;
     // Queued behind the functions received earlier (RunFunction and calls
@@ -233,6 +237,8 @@ grpc::ServerUnaryReactor* ExecutorServiceImpl::CreateCall(grpc::CallbackServerCo
 grpc::ServerUnaryReactor* ExecutorServiceImpl::CreateStruct(grpc::CallbackServerContext* context,
                                                             const grpc::ByteBuffer* request,
                                                             grpc::ByteBuffer* response) {
+  absl::StatusOr<PeerIdentity> caller = authorize_call(*context, Method::kWorkerCreateStruct);
+  if (!caller.ok()) return refuse(context, "CreateStruct", caller.status());
   v1::CreateStructRequest message;
   if (absl::Status s = parse(*request, &message); !s.ok()) return finish(context, s);
   std::vector<ValueGraph::Element> elements;
@@ -247,12 +253,14 @@ grpc::ServerUnaryReactor* ExecutorServiceImpl::CreateStruct(grpc::CallbackServer
                         std::move(*element->mutable_value_ref()->mutable_id())});
   }
   return finish_with_id<v1::CreateStructResponse>(
-      context, values_.create_struct(elements, message.list()), response);
+      context, values_.create_struct(caller->owner(), elements, message.list()), response);
 }
 
 grpc::ServerUnaryReactor* ExecutorServiceImpl::CreateSelection(grpc::CallbackServerContext* context,
                                                                const grpc::ByteBuffer* request,
                                                                grpc::ByteBuffer* response) {
+  absl::StatusOr<PeerIdentity> caller = authorize_call(*context, Method::kWorkerCreateSelection);
+  if (!caller.ok()) return refuse(context, "CreateSelection", caller.status());
   v1::CreateSelectionRequest message;
   if (absl::Status s = parse(*request, &message); !s.ok()) return finish(context, s);
   if (message.source_ref().id().empty()) {
@@ -261,12 +269,16 @@ grpc::ServerUnaryReactor* ExecutorServiceImpl::CreateSelection(grpc::CallbackSer
                                              "select from"));
   }
   return finish_with_id<v1::CreateSelectionResponse>(
-      context, values_.create_selection(message.source_ref().id(), message.index()), response);
+      context,
+      values_.create_selection(caller->owner(), message.source_ref().id(), message.index()),
+      response);
 }
 
 grpc::ServerUnaryReactor* ExecutorServiceImpl::Compute(grpc::CallbackServerContext* context,
                                                        const grpc::ByteBuffer* request,
                                                        grpc::ByteBuffer* response) {
+  absl::StatusOr<PeerIdentity> caller = authorize_call(*context, Method::kWorkerCompute);
+  if (!caller.ok()) return refuse(context, "Compute", caller.status());
   v1::ComputeRequest message;
   absl::Status status = parse(*request, &message);
   if (status.ok() && message.value_ref().id().empty()) {
@@ -275,7 +287,7 @@ grpc::ServerUnaryReactor* ExecutorServiceImpl::Compute(grpc::CallbackServerConte
   auto* reactor =
       new ComputeReactor(response, message.outline_structs(), limits_.max_message_bytes);
   if (status.ok()) {
-    status = values_.compute(message.value_ref().id(),
+    status = values_.compute(caller->owner(), message.value_ref().id(),
                              [state = reactor->state()](const ValueGraph::Result& result) {
                                ComputeReactor::deliver(*state, result);
                              });
@@ -287,13 +299,15 @@ grpc::ServerUnaryReactor* ExecutorServiceImpl::Compute(grpc::CallbackServerConte
 grpc::ServerUnaryReactor* ExecutorServiceImpl::Dispose(grpc::CallbackServerContext* context,
                                                        const grpc::ByteBuffer* request,
                                                        grpc::ByteBuffer* response) {
+  absl::StatusOr<PeerIdentity> caller = authorize_call(*context, Method::kWorkerDispose);
+  if (!caller.ok()) return refuse(context, "Dispose", caller.status());
   v1::DisposeRequest message;
   if (absl::Status s = parse(*request, &message); !s.ok()) return finish(context, s);
   std::vector<std::string> ids;
   ids.reserve(static_cast<size_t>(message.value_refs_size()));
   for (v1::ValueRef& ref : *message.mutable_value_refs())
     ids.push_back(std::move(*ref.mutable_id()));
-  if (absl::Status s = values_.dispose(ids); !s.ok()) return finish(context, s);
+  if (absl::Status s = values_.dispose(caller->owner(), ids); !s.ok()) return finish(context, s);
   serialize(v1::DisposeResponse(), response);
   return finish(context, absl::OkStatus());
 }
@@ -301,6 +315,11 @@ grpc::ServerUnaryReactor* ExecutorServiceImpl::Dispose(grpc::CallbackServerConte
 grpc::ServerUnaryReactor* ExecutorServiceImpl::GetExecutorStats(
     grpc::CallbackServerContext* context, const v1::GetExecutorStatsRequest* request,
     v1::GetExecutorStatsResponse* response) {
+  if (absl::StatusOr<PeerIdentity> caller =
+          authorize_call(*context, Method::kWorkerGetExecutorStats);
+      !caller.ok()) {
+    return refuse(context, "GetExecutorStats", caller.status());
+  }
   const ValueGraphStats stats = values_.stats();
   response->set_live_values(stats.live_values);
   response->set_pending_values(stats.pending_values);

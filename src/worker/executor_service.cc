@@ -4,7 +4,10 @@
 #include <optional>
 #include <utility>
 
+#include "absl/random/random.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "base/strings.h"
 #include "rpc/grpc_status.h"
 #include "worker/function_runner.h"
 #include "worker/per_worker_objects.h"
@@ -14,6 +17,9 @@ namespace {
 
 int pool_size(int requested) { return std::max(1, requested); }
 
+// Most bytes of a function name an error echoes.
+constexpr size_t kMaxShownNameBytes = 64;
+
 }  // namespace
 
 ExecutorServiceImpl::ExecutorServiceImpl(const TaskStatus* status, ExecutorServiceOptions options)
@@ -22,7 +28,8 @@ ExecutorServiceImpl::ExecutorServiceImpl(const TaskStatus* status, ExecutorServi
       registry_(options_.registry != nullptr ? *options_.registry : FunctionRegistry::global()),
       values_(ValueGraphOptions{
           .max_live_values = options_.max_live_values,
-          .id_prefix = absl::StrCat(absl::Hex(process_incarnation() & 0xffffffffu), "-")}),
+          .id_prefix = absl::StrCat(absl::Hex(process_incarnation() & 0xffffffffu), "-"),
+          .random_bytes = nullptr}),
       results_(ResultCacheOptions{.max_entries = options_.result_cache_entries,
                                   .max_bytes = options_.result_cache_bytes}),
       pool_(pool_size(options_.num_threads)) {
@@ -39,18 +46,61 @@ ExecutorServiceImpl::~ExecutorServiceImpl() {
 grpc::ServerUnaryReactor* ExecutorServiceImpl::GetStatus(grpc::CallbackServerContext* context,
                                                          const v1::GetStatusRequest* request,
                                                          v1::GetStatusResponse* response) {
+  if (absl::StatusOr<PeerIdentity> caller = authorize_call(*context, Method::kWorkerGetStatus);
+      !caller.ok()) {
+    return refuse(context, "GetStatus", caller.status());
+  }
   return status_->answer(context, response);
+}
+
+grpc::ServerUnaryReactor* ExecutorServiceImpl::refuse(grpc::CallbackServerContext* context,
+                                                      std::string_view call,
+                                                      const absl::Status& status) const {
+  status_->note_error(call, status);
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(to_grpc_status(status));
+  return reactor;
+}
+
+absl::Status ExecutorServiceImpl::check_function(std::string_view name,
+                                                 const PeerIdentity& caller) const {
+  absl::StatusOr<const RegisteredFunction*> function = registry_.lookup(name);
+  if (function.ok()) return absl::OkStatus();
+  if (may_list_function_names(caller)) return function.status();
+  // The registry's message lists registered and similar names: only the
+  // chief (or a local developer) may learn them.
+  std::string shown = absl::CHexEscape(av(name.substr(0, kMaxShownNameBytes)));
+  if (name.size() > kMaxShownNameBytes) absl::StrAppend(&shown, "...");
+  return absl::NotFoundError(absl::StrCat(
+      "No function named '", shown,
+      "' is registered in this worker's binary; the chief's copy of this error lists the "
+      "registered names"));
 }
 
 grpc::ServerUnaryReactor* ExecutorServiceImpl::RunFunction(grpc::CallbackServerContext* context,
                                                            const v1::RunFunctionRequest* request,
                                                            v1::RunFunctionResponse* response) {
+  absl::StatusOr<PeerIdentity> caller = authorize_call(*context, Method::kWorkerRunFunction);
+  if (!caller.ok()) return refuse(context, "RunFunction", caller.status());
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   if (request->function_name().empty()) {
     reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                                  "RunFunction needs a function_name; got an empty one."));
     return reactor;
   }
+  // An unknown function fails like one that ran and failed (code in the
+  // response), before its arguments are decoded.
+  if (absl::Status known = check_function(request->function_name(), *caller); !known.ok()) {
+    status_->note_error("RunFunction", known);
+    response->set_incarnation(process_incarnation());
+    response->set_code(static_cast<int32_t>(known.code()));
+    response->set_message(std::string(known.message()));
+    reactor->Finish(grpc::Status::OK);
+    return reactor;
+  }
+  // Results are kept per client: another client naming the same session
+  // finds none of them.
+  const uint64_t result_session = scoped_session(caller->owner(), request->result_session());
   // Decoding validates the untrusted args (shapes, sizes, depth) and moves
   // tensor payloads out of the request without copying them.
   auto* mutable_args = const_cast<v1::StructureProto*>(&request->args());
@@ -67,7 +117,7 @@ grpc::ServerUnaryReactor* ExecutorServiceImpl::RunFunction(grpc::CallbackServerC
     // Substituted on arrival: the inputs finished before this closure was
     // sent, and an eviction while it waits for the function thread must not
     // lose them.
-    args = substitute_input_refs(*request, *std::move(args));
+    args = substitute_input_refs(*request, result_session, *std::move(args));
     if (absl::IsNotFound(args.status())) {
       response->set_input_refs_missing(true);
       response->set_incarnation(process_incarnation());
@@ -85,14 +135,15 @@ grpc::ServerUnaryReactor* ExecutorServiceImpl::RunFunction(grpc::CallbackServerC
   // still waiting for the function thread (a pipelining coordinator sends
   // several ahead).
   auto cancelled = std::make_shared<std::atomic<bool>>(false);
+  RunningKey key{caller->owner(), request->closure_id()};
   {
     absl::MutexLock lock(&mu_);
-    running_[request->closure_id()] = cancelled;
+    running_[key] = cancelled;
   }
-  pool_.schedule([this, reactor, request, response, cancelled, args = *std::move(args)]() mutable {
-    run(request->session(), request->result_session(), request->closure_id(),
-        request->function_name(), std::move(args), cancelled, response,
-        request->worker_recoveries(),
+  pool_.schedule([this, reactor, request, response, cancelled, result_session, key = std::move(key),
+                  args = *std::move(args)]() mutable {
+    run(key, request->session(), result_session, request->function_name(), std::move(args),
+        cancelled, response, request->worker_recoveries(),
         // This process replaced the one the coordinator knew: a salt of
         // its own, so that rebuilt datasets take new orders.
         request->last_incarnation() != 0 && request->last_incarnation() != process_incarnation());
@@ -101,13 +152,25 @@ grpc::ServerUnaryReactor* ExecutorServiceImpl::RunFunction(grpc::CallbackServerC
   return reactor;
 }
 
+uint64_t ExecutorServiceImpl::scoped_session(const std::string& owner, uint64_t session) {
+  if (session == 0) return 0;
+  absl::MutexLock lock(&mu_);
+  auto [it, added] = session_salts_.try_emplace(owner, 0);
+  if (added) {
+    absl::BitGen gen;  // Seeded from the OS.
+    it->second = absl::Uniform<uint64_t>(gen) | 1;
+  }
+  const uint64_t scoped = session ^ it->second;
+  return scoped == 0 ? it->second : scoped;
+}
+
 absl::StatusOr<Structure> ExecutorServiceImpl::substitute_input_refs(
-    const v1::RunFunctionRequest& request, Structure args) {
-  if (request.result_session() == 0) {
+    const v1::RunFunctionRequest& request, uint64_t result_session, Structure args) {
+  if (result_session == 0) {
     return absl::InvalidArgumentError("input_refs need a non-zero result_session");
   }
   for (const v1::ResultRef& ref : request.input_refs()) {
-    std::optional<Structure> value = results_.get(request.result_session(), ref.closure_id());
+    std::optional<Structure> value = results_.get(result_session, ref.closure_id());
     if (!value.has_value()) {
       return absl::NotFoundError(
           absl::StrCat("the result of closure ", ref.closure_id(), " is no longer kept"));
@@ -138,11 +201,12 @@ void ExecutorServiceImpl::fill_result_cache_stats(v1::GetExecutorStatsResponse& 
   response.set_result_ref_misses(stats.misses);
 }
 
-void ExecutorServiceImpl::run(uint64_t session, uint64_t result_session, uint64_t closure_id,
+void ExecutorServiceImpl::run(const RunningKey& key, uint64_t session, uint64_t result_session,
                               const std::string& function_name, Structure args,
                               const std::shared_ptr<std::atomic<bool>>& cancelled,
                               v1::RunFunctionResponse* response, int64_t worker_recoveries,
                               bool restarted) {
+  const uint64_t closure_id = key.second;
   absl::StatusOr<Structure> output = Structure();
   if (cancelled->load(std::memory_order_relaxed)) {
     output = absl::CancelledError(absl::StrCat("closure ", closure_id, " ('", function_name,
@@ -156,7 +220,7 @@ void ExecutorServiceImpl::run(uint64_t session, uint64_t result_session, uint64_
   }
   {
     absl::MutexLock lock(&mu_);
-    auto it = running_.find(closure_id);
+    auto it = running_.find(key);
     if (it != running_.end() && it->second == cancelled) running_.erase(it);
   }
   response->set_incarnation(process_incarnation());
@@ -195,9 +259,13 @@ absl::StatusOr<Structure> ExecutorServiceImpl::invoke(uint64_t session, uint64_t
 grpc::ServerUnaryReactor* ExecutorServiceImpl::CancelFunction(
     grpc::CallbackServerContext* context, const v1::CancelFunctionRequest* request,
     v1::CancelFunctionResponse* response) {
+  absl::StatusOr<PeerIdentity> caller = authorize_call(*context, Method::kWorkerCancelFunction);
+  if (!caller.ok()) return refuse(context, "CancelFunction", caller.status());
   {
+    // Another client's closure of the same id is not this caller's to
+    // cancel: the answer is that of an id not running.
     absl::MutexLock lock(&mu_);
-    auto it = running_.find(request->closure_id());
+    auto it = running_.find(RunningKey{caller->owner(), request->closure_id()});
     if (it != running_.end()) {
       it->second->store(true, std::memory_order_relaxed);
       response->set_was_running(true);

@@ -10,7 +10,9 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <string_view>
+#include <utility>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
@@ -20,6 +22,8 @@
 #include "psflow/v1/task.grpc.pb.h"
 #include "psflow/variable_handle.h"
 #include "psflow/worker_context.h"
+#include "rpc/authorization.h"
+#include "rpc/peer_identity.h"
 #include "rpc/task_status.h"
 #include "tensor/codec.h"
 #include "worker/result_cache.h"
@@ -77,6 +81,12 @@ struct ExecutorServiceOptions {
 // requests arrive as raw bytes and are parsed here, so that bytes that are
 // no valid message are INVALID_ARGUMENT (gRPC's own parser would say
 // INTERNAL); every input is validated before anything changes.
+//
+// Every handler first checks the caller's role (rpc/authorization.h). The
+// executor protocol's values and RunFunction's closures belong to the
+// client that created them (PeerIdentity::owner): another client's ids are
+// NOT_FOUND, and cancelling another client's closure id finds nothing
+// running, exactly as for ids never used.
 //
 // Thread-safety: handlers run concurrently; the service's state is
 // guarded by its mutex, the values by the ValueGraph's.
@@ -146,14 +156,28 @@ class ExecutorServiceImpl final
  private:
   // GetExecutorStats' per-worker part.
   void fill_per_worker_stats(v1::GetExecutorStatsResponse& response) const;
-  void run(uint64_t session, uint64_t result_session, uint64_t closure_id,
+  // Closures by (client, closure id): clients number their closures alike.
+  using RunningKey = std::pair<std::string, uint64_t>;
+
+  // Finishes a call the caller may not make with `status` (logged).
+  grpc::ServerUnaryReactor* refuse(grpc::CallbackServerContext* context, std::string_view call,
+                                   const absl::Status& status) const;
+  // OK when `name` is registered; else NOT_FOUND, listing registered names
+  // only to callers who may see them (may_list_function_names).
+  absl::Status check_function(std::string_view name, const PeerIdentity& caller) const;
+  void run(const RunningKey& key, uint64_t session, uint64_t result_session,
            const std::string& function_name, Structure args,
            const std::shared_ptr<std::atomic<bool>>& cancelled, v1::RunFunctionResponse* response,
            int64_t worker_recoveries, bool restarted);
   // Puts the results that `request.input_refs` name into `args`: NOT_FOUND
   // when the cache no longer holds one, INVALID_ARGUMENT for a bad request.
+  // `result_session` is the request's, scoped (scoped_session).
   absl::StatusOr<Structure> substitute_input_refs(const v1::RunFunctionRequest& request,
-                                                  Structure args);
+                                                  uint64_t result_session, Structure args);
+  // The result cache's session for `owner`'s `session` (0 stays 0): the
+  // session xor a random salt drawn per owner, so that clients naming the
+  // same session never reach each other's results.
+  uint64_t scoped_session(const std::string& owner, uint64_t session) ABSL_LOCKS_EXCLUDED(mu_);
   // GetExecutorStats' result-cache part.
   void fill_result_cache_stats(v1::GetExecutorStatsResponse& response) const;
   // Runs a registered function with this worker's WorkerContext (the path
@@ -175,13 +199,15 @@ class ExecutorServiceImpl final
 
   absl::Mutex mu_;
   // Cancellation flags of the closures received and not yet finished.
-  absl::flat_hash_map<uint64_t, std::shared_ptr<std::atomic<bool>>> running_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<RunningKey, std::shared_ptr<std::atomic<bool>>> running_ ABSL_GUARDED_BY(mu_);
+  // scoped_session's salts, by owner: one per client task or host.
+  absl::flat_hash_map<std::string, uint64_t> session_salts_ ABSL_GUARDED_BY(mu_);
 
   ValueGraph values_;
   // Held from creating a call until it is queued, so that calls are queued
   // in the order their ids were created: a call waits for its argument,
-  // which must never be queued behind it (ids are guessable, so a client
-  // could otherwise race a call on an argument still being queued).
+  // which must never be queued behind it (ids are unguessable and returned
+  // only once queued, but the order must not rest on that alone).
   absl::Mutex call_order_mu_;
   ResultCache results_;
   ThreadPool pool_;  // Last: joined first, while the members above exist.

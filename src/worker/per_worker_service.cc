@@ -12,6 +12,11 @@ namespace psflow::internal {
 grpc::ServerUnaryReactor* ExecutorServiceImpl::DisposePerWorker(
     grpc::CallbackServerContext* context, const v1::DisposePerWorkerRequest* request,
     v1::DisposePerWorkerResponse* response) {
+  if (absl::StatusOr<PeerIdentity> caller =
+          authorize_call(*context, Method::kWorkerDisposePerWorker);
+      !caller.ok()) {
+    return refuse(context, "DisposePerWorker", caller.status());
+  }
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   const std::vector<std::string> ids(request->ids().begin(), request->ids().end());
   // Validated whole before anything is released.

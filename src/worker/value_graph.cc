@@ -1,6 +1,10 @@
 #include "worker/value_graph.h"
 
+#include <sys/random.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstdlib>
 #include <iterator>
 #include <utility>
 
@@ -8,6 +12,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/logging.h"
 #include "base/strings.h"
 #include "tensor/codec.h"
 
@@ -19,6 +24,7 @@ struct ValueGraph::Node {
   Kind kind = Kind::kValue;
   // Set when added, then immutable.
   std::string id;
+  std::string owner;  // Who created it (the only one who may use `id`).
   uint64_t number = 0;
   std::string function_name;  // kFunction, kCall.
 
@@ -50,6 +56,21 @@ using Node = ValueGraph::Node;
 
 constexpr size_t kMaxShownIdBytes = 64;
 constexpr size_t kMaxListedIds = 5;
+
+// `size` bytes from the kernel's CSPRNG. getrandom() blocks only until the
+// pool is first initialised at boot, and fails only on interruption.
+void fill_random(unsigned char* out, size_t size) {
+  size_t got = 0;
+  for (int attempt = 0; got < size && attempt < 1000; ++attempt) {
+    const ssize_t n = ::getrandom(out + got, size - got, 0);
+    if (n > 0)
+      got += static_cast<size_t>(n);
+    else if (n < 0 && errno != EINTR)
+      break;
+  }
+  PSFLOW_CHECK(got == size, "getrandom() failed (errno ", errno,
+               "): this worker cannot make unguessable value ids");
+}
 
 // An id as it may appear in a message: escaped and bounded, since it comes
 // from the client.
@@ -166,16 +187,36 @@ absl::Status ValueGraph::not_found(std::string_view id, std::string_view role) c
   return absl::NotFoundError(message);
 }
 
-absl::StatusOr<std::shared_ptr<Node>> ValueGraph::find(std::string_view id,
+absl::StatusOr<std::shared_ptr<Node>> ValueGraph::find(std::string_view owner, std::string_view id,
                                                        std::string_view role) const {
   auto it = values_.find(av(id));
-  if (it == values_.end()) return not_found(id, role);
+  if (it == values_.end() || it->second->owner != owner) return not_found(id, role);
   return it->second;
 }
 
-std::string ValueGraph::add(std::shared_ptr<Node> node) {
+std::string ValueGraph::new_id() {
+  unsigned char bytes[kIdRandomBytes];
+  // Unique per worker: a repeat (2^-128 per pair, or a test's generator)
+  // draws again; bounded, since a generator that keeps repeating is broken.
+  for (int attempt = 0; attempt < 64; ++attempt) {
+    if (options_.random_bytes) {
+      options_.random_bytes(bytes, sizeof(bytes));
+    } else {
+      fill_random(bytes, sizeof(bytes));
+    }
+    std::string id =
+        absl::StrCat(options_.id_prefix, absl::BytesToHexString(absl::string_view(
+                                             reinterpret_cast<const char*>(bytes), sizeof(bytes))));
+    if (!values_.contains(id)) return id;
+  }
+  check_failed(__FILE__, __LINE__, "new_id()",
+               "64 random ids in a row named existing values: the random source is broken");
+}
+
+std::string ValueGraph::add(std::string_view owner, std::shared_ptr<Node> node) {
   node->number = next_number_++;
-  node->id = absl::StrCat(options_.id_prefix, node->number);
+  node->id = new_id();
+  node->owner = std::string(owner);
   ++created_;
   std::string id = node->id;
   values_.emplace(id, std::move(node));
@@ -230,7 +271,7 @@ void ValueGraph::fire(Fired fired) {
   for (auto& [waiter, result] : fired) waiter(result);
 }
 
-absl::StatusOr<std::string> ValueGraph::create_value(Structure value) {
+absl::StatusOr<std::string> ValueGraph::create_value(std::string_view owner, Structure value) {
   auto node = std::make_shared<Node>();
   node->kind = Node::Kind::kValue;
   node->depth = value.depth();
@@ -239,24 +280,26 @@ absl::StatusOr<std::string> ValueGraph::create_value(Structure value) {
   node->resolved = true;
   absl::MutexLock lock(&mu_);
   if (absl::Status s = check_capacity(); !s.ok()) return s;
-  return add(std::move(node));
+  return add(owner, std::move(node));
 }
 
-absl::StatusOr<std::string> ValueGraph::create_function(std::string function_name) {
+absl::StatusOr<std::string> ValueGraph::create_function(std::string_view owner,
+                                                        std::string function_name) {
   auto node = std::make_shared<Node>();
   node->kind = Node::Kind::kFunction;
   node->function_name = std::move(function_name);
   node->resolved = true;
   absl::MutexLock lock(&mu_);
   if (absl::Status s = check_capacity(); !s.ok()) return s;
-  return add(std::move(node));
+  return add(owner, std::move(node));
 }
 
 absl::StatusOr<ValueGraph::PendingCall> ValueGraph::create_call(
-    std::string_view function_id, std::optional<std::string_view> argument_id) {
+    std::string_view owner, std::string_view function_id,
+    std::optional<std::string_view> argument_id) {
   absl::MutexLock lock(&mu_);
   if (absl::Status s = check_capacity(); !s.ok()) return s;
-  absl::StatusOr<std::shared_ptr<Node>> function = find(function_id, "function_ref");
+  absl::StatusOr<std::shared_ptr<Node>> function = find(owner, function_id, "function_ref");
   if (!function.ok()) return function.status();
   if ((*function)->kind != Node::Kind::kFunction) {
     return absl::InvalidArgumentError(
@@ -268,7 +311,7 @@ absl::StatusOr<ValueGraph::PendingCall> ValueGraph::create_call(
   node->kind = Node::Kind::kCall;
   node->function_name = (*function)->function_name;
   if (argument_id.has_value()) {
-    absl::StatusOr<std::shared_ptr<Node>> argument = find(*argument_id, "argument_ref");
+    absl::StatusOr<std::shared_ptr<Node>> argument = find(owner, *argument_id, "argument_ref");
     if (!argument.ok()) return argument.status();
     if ((*argument)->kind == Node::Kind::kFunction) {
       return function_misuse(**argument, "argument_ref", "cannot be an argument");
@@ -276,7 +319,7 @@ absl::StatusOr<ValueGraph::PendingCall> ValueGraph::create_call(
     node->inputs.push_back(*std::move(argument));
   }
   ++pending_;
-  std::string id = add(node);
+  std::string id = add(owner, node);
   running_calls_[node->number] = node;
   return PendingCall{std::move(id), std::move(node)};
 }
@@ -310,7 +353,8 @@ void ValueGraph::run_call(const PendingCall& call, CallRunner runner) {
   fire(std::move(fired));
 }
 
-absl::StatusOr<std::string> ValueGraph::create_struct(const std::vector<Element>& elements,
+absl::StatusOr<std::string> ValueGraph::create_struct(std::string_view owner,
+                                                      const std::vector<Element>& elements,
                                                       bool list) {
   // Names: all or none, unique.
   std::optional<size_t> named, unnamed;
@@ -352,7 +396,7 @@ absl::StatusOr<std::string> ValueGraph::create_struct(const std::vector<Element>
   if (absl::Status s = check_capacity(); !s.ok()) return s;
   for (size_t i : order) {
     const std::string role = absl::StrCat("element ", i);
-    absl::StatusOr<std::shared_ptr<Node>> input = find(elements[i].id, role);
+    absl::StatusOr<std::shared_ptr<Node>> input = find(owner, elements[i].id, role);
     if (!input.ok()) return input.status();
     if ((*input)->kind == Node::Kind::kFunction) {
       return function_misuse(**input, role, "cannot be a struct element");
@@ -378,10 +422,11 @@ absl::StatusOr<std::string> ValueGraph::create_struct(const std::vector<Element>
                      " bytes (its elements counted each time they appear); build smaller structs"));
   }
   link(node);
-  return add(std::move(node));
+  return add(owner, std::move(node));
 }
 
-absl::StatusOr<std::string> ValueGraph::create_selection(std::string_view source_id,
+absl::StatusOr<std::string> ValueGraph::create_selection(std::string_view owner,
+                                                         std::string_view source_id,
                                                          int64_t index) {
   if (index < 0) {
     return absl::InvalidArgumentError(
@@ -389,7 +434,7 @@ absl::StatusOr<std::string> ValueGraph::create_selection(std::string_view source
   }
   absl::MutexLock lock(&mu_);
   if (absl::Status s = check_capacity(); !s.ok()) return s;
-  absl::StatusOr<std::shared_ptr<Node>> source = find(source_id, "source_ref");
+  absl::StatusOr<std::shared_ptr<Node>> source = find(owner, source_id, "source_ref");
   if (!source.ok()) return source.status();
   const Node& src = **source;
   if (src.kind == Node::Kind::kFunction) {
@@ -412,14 +457,14 @@ absl::StatusOr<std::string> ValueGraph::create_selection(std::string_view source
   node->bytes = src.bytes;
   node->inputs.push_back(*std::move(source));
   link(node);
-  return add(std::move(node));
+  return add(owner, std::move(node));
 }
 
-absl::Status ValueGraph::compute(std::string_view id, Waiter waiter) {
+absl::Status ValueGraph::compute(std::string_view owner, std::string_view id, Waiter waiter) {
   Result result = Structure();
   {
     absl::MutexLock lock(&mu_);
-    absl::StatusOr<std::shared_ptr<Node>> node = find(id, "value_ref");
+    absl::StatusOr<std::shared_ptr<Node>> node = find(owner, id, "value_ref");
     if (!node.ok()) return node.status();
     if ((*node)->kind == Node::Kind::kFunction) {
       return function_misuse(**node, "value_ref", "has no value to compute");
@@ -435,7 +480,7 @@ absl::Status ValueGraph::compute(std::string_view id, Waiter waiter) {
   return absl::OkStatus();
 }
 
-absl::Status ValueGraph::dispose(const std::vector<std::string>& ids) {
+absl::Status ValueGraph::dispose(std::string_view owner, const std::vector<std::string>& ids) {
   std::vector<std::shared_ptr<Node>> released;  // Destroyed after the lock is released.
   absl::MutexLock lock(&mu_);
   std::vector<std::string> unknown;  // The first few, for the message.
@@ -444,7 +489,7 @@ absl::Status ValueGraph::dispose(const std::vector<std::string>& ids) {
   released.reserve(ids.size());
   for (const std::string& id : ids) {
     auto it = values_.find(id);
-    if (it == values_.end()) {
+    if (it == values_.end() || it->second->owner != owner) {
       if (unknown.size() < kMaxListedIds) unknown.push_back(absl::StrCat("'", shown(id), "'"));
       ++num_unknown;
       foreign |= !absl::StartsWith(id, options_.id_prefix);

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -32,6 +33,10 @@ struct ValueGraphOptions {
   // Starts every id ("<incarnation>-"), so that ids of an earlier process
   // are recognised in error messages.
   std::string id_prefix;
+  // Draws the random part of new ids (kIdRandomBytes bytes into `out`).
+  // Null: the kernel's CSPRNG (getrandom). Tests may make ids collide.
+  // Called with the graph's lock held.
+  std::function<void(unsigned char* out, size_t size)> random_bytes;
 };
 
 struct ValueGraphStats {
@@ -43,7 +48,14 @@ struct ValueGraphStats {
   int64_t waiting_computes = 0;  // Waiters not called yet.
 };
 
-// Values by id. Every create_* validates its inputs before it changes
+// Values by id. An id is the prefix and 128 random bits from the kernel's
+// CSPRNG, so that nobody can guess another client's ids; and every value
+// belongs to the client (`owner`, rpc/peer_identity.h PeerIdentity::owner)
+// that created it: to any other owner its id is NOT_FOUND with the very
+// message of an id never created (no oracle), whether it computes,
+// disposes, or builds calls, structs or selections on it.
+//
+// Every create_* validates its inputs before it changes
 // anything, and returns the new id at once: a call is run later by whoever
 // holds the PendingCall (run_call); a struct or selection over values not
 // known yet becomes known when they do. Errors of calls flow into the
@@ -97,14 +109,20 @@ class ValueGraph {
   ValueGraph& operator=(const ValueGraph&) = delete;
 
   // The id of a new concrete value.
-  [[nodiscard]] absl::StatusOr<std::string> create_value(Structure value) ABSL_LOCKS_EXCLUDED(mu_);
+  // Random bytes in an id (128 bits).
+  static constexpr size_t kIdRandomBytes = 16;
+
+  [[nodiscard]] absl::StatusOr<std::string> create_value(std::string_view owner, Structure value)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // The id of a reference to a function (the caller checks the name).
-  [[nodiscard]] absl::StatusOr<std::string> create_function(std::string function_name)
+  [[nodiscard]] absl::StatusOr<std::string> create_function(std::string_view owner,
+                                                            std::string function_name)
       ABSL_LOCKS_EXCLUDED(mu_);
   // A call of the function reference `function_id` with the value
   // `argument_id` (none: None). The caller must pass the result to
   // run_call() exactly once; calls run in the order they are run there.
-  [[nodiscard]] absl::StatusOr<PendingCall> create_call(std::string_view function_id,
+  [[nodiscard]] absl::StatusOr<PendingCall> create_call(std::string_view owner,
+                                                        std::string_view function_id,
                                                         std::optional<std::string_view> argument_id)
       ABSL_LOCKS_EXCLUDED(mu_);
   // Waits until the call's argument is known (at once when calls run one
@@ -112,22 +130,27 @@ class ValueGraph {
   // argument failed, and makes its result known.
   void run_call(const PendingCall& call, CallRunner runner) ABSL_LOCKS_EXCLUDED(mu_);
   // `list` makes unnamed elements a list rather than a tuple.
-  [[nodiscard]] absl::StatusOr<std::string> create_struct(const std::vector<Element>& elements,
+  [[nodiscard]] absl::StatusOr<std::string> create_struct(std::string_view owner,
+                                                          const std::vector<Element>& elements,
                                                           bool list) ABSL_LOCKS_EXCLUDED(mu_);
-  [[nodiscard]] absl::StatusOr<std::string> create_selection(std::string_view source_id,
+  [[nodiscard]] absl::StatusOr<std::string> create_selection(std::string_view owner,
+                                                             std::string_view source_id,
                                                              int64_t index)
       ABSL_LOCKS_EXCLUDED(mu_);
   // Calls `waiter` once with the value or its error: before returning when
   // it is known, else from the thread that makes it known. NOT_FOUND for an
   // unknown id, INVALID_ARGUMENT for a function reference (the waiter is
   // then not called).
-  [[nodiscard]] absl::Status compute(std::string_view id, Waiter waiter) ABSL_LOCKS_EXCLUDED(mu_);
+  [[nodiscard]] absl::Status compute(std::string_view owner, std::string_view id, Waiter waiter)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // Releases every id in `ids` that names a value, even when others do not:
   // those (never created, already disposed, or listed twice) make the
   // result NOT_FOUND naming them. Disposing what the caller asked to be
   // disposed never hurts, while keeping a batch alive for one stale id
   // would leak the rest.
-  [[nodiscard]] absl::Status dispose(const std::vector<std::string>& ids) ABSL_LOCKS_EXCLUDED(mu_);
+  // Ids of another owner count as never created and stay as they are.
+  [[nodiscard]] absl::Status dispose(std::string_view owner, const std::vector<std::string>& ids)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // Sets the cancellation flag of every call not finished yet.
   void cancel_calls() ABSL_LOCKS_EXCLUDED(mu_);
   [[nodiscard]] ValueGraphStats stats() const ABSL_LOCKS_EXCLUDED(mu_);
@@ -136,10 +159,16 @@ class ValueGraph {
   using Fired = std::vector<std::pair<Waiter, Result>>;
 
   absl::Status check_capacity() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::StatusOr<std::shared_ptr<Node>> find(std::string_view id, std::string_view role) const
+  // The node `owner` knows as `id`; NOT_FOUND alike for an unknown id and
+  // for another owner's.
+  absl::StatusOr<std::shared_ptr<Node>> find(std::string_view owner, std::string_view id,
+                                             std::string_view role) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status not_found(std::string_view id, std::string_view role) const;
-  std::string add(std::shared_ptr<Node> node) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Gives `node` its number and a fresh random id, owned by `owner`.
+  std::string add(std::string_view owner, std::shared_ptr<Node> node)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::string new_id() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Registers `node` (pending, with `inputs` set) as waiting for its
   // unresolved inputs, or resolves it at once when there are none.
   void link(const std::shared_ptr<Node>& node) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

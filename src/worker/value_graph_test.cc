@@ -1,5 +1,6 @@
 #include "worker/value_graph.h"
 
+#include <algorithm>
 #include <atomic>
 #include <optional>
 #include <string>
@@ -7,7 +8,10 @@
 #include <tuple>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "base/test_util.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -19,6 +23,10 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 using Result = ValueGraph::Result;
 
+// The client that creates the values in these tests, and another one.
+constexpr char kOwner[] = "cn:chief/0";
+constexpr char kOther[] = "cn:worker/1";
+
 // What compute() delivered, if anything yet.
 struct Computed {
   std::optional<Result> result;
@@ -29,7 +37,7 @@ struct Computed {
 
 Result compute_now(ValueGraph& graph, const std::string& id) {
   Computed c;
-  absl::Status s = graph.compute(id, c.waiter());
+  absl::Status s = graph.compute(kOwner, id, c.waiter());
   if (!s.ok()) return s;
   if (!c.result.has_value()) return absl::InternalError("not known yet");
   return *c.result;
@@ -55,13 +63,15 @@ void run(ValueGraph& graph, const ValueGraph::PendingCall& call, int* runs = nul
 
 class ValueGraphTest : public ::testing::Test {
  protected:
-  ValueGraphTest() : graph_(ValueGraphOptions{.max_live_values = 1000, .id_prefix = "p-"}) {}
+  ValueGraphTest()
+      : graph_(ValueGraphOptions{
+            .max_live_values = 1000, .id_prefix = "p-", .random_bytes = nullptr}) {}
 
-  std::string value(Structure s) { return ok_value(graph_.create_value(std::move(s))); }
-  std::string function(const char* name) { return ok_value(graph_.create_function(name)); }
+  std::string value(Structure s) { return ok_value(graph_.create_value(kOwner, std::move(s))); }
+  std::string function(const char* name) { return ok_value(graph_.create_function(kOwner, name)); }
   ValueGraph::PendingCall call(const std::string& fn, std::optional<std::string> arg) {
     return ok_value(graph_.create_call(
-        fn, arg.has_value() ? std::optional<std::string_view>(*arg) : std::nullopt));
+        kOwner, fn, arg.has_value() ? std::optional<std::string_view>(*arg) : std::nullopt));
   }
 
   ValueGraph graph_;
@@ -83,9 +93,9 @@ TEST_F(ValueGraphTest, ValuesComputeAtOnceAndIdsCarryThePrefix) {
 TEST_F(ValueGraphTest, StructsCannotNestTooDeepOrEncodeTooLarge) {
   std::string id = value(Structure(1));
   for (int level = 1; level <= ValueGraph::kMaxStructDepth; ++level) {
-    id = ok_value(graph_.create_struct({{"", id}}, false));
+    id = ok_value(graph_.create_struct(kOwner, {{"", id}}, false));
   }
-  absl::Status deeper = graph_.create_struct({{"", id}}, false).status();
+  absl::Status deeper = graph_.create_struct(kOwner, {{"", id}}, false).status();
   EXPECT_EQ(deeper.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(deeper.message()), ::testing::HasSubstr("65 levels deep"));
 
@@ -93,7 +103,7 @@ TEST_F(ValueGraphTest, StructsCannotNestTooDeepOrEncodeTooLarge) {
   std::string doubled = value(Structure(Tensor(DType::kUInt8, {1 << 20})));
   int levels = 0;
   absl::StatusOr<std::string> next;
-  while ((next = graph_.create_struct({{"", doubled}, {"", doubled}}, false)).ok()) {
+  while ((next = graph_.create_struct(kOwner, {{"", doubled}, {"", doubled}}, false)).ok()) {
     doubled = *next;
     ASSERT_LT(++levels, 20);
   }
@@ -105,7 +115,7 @@ TEST_F(ValueGraphTest, CallRunsLaterWithItsArgumentOrNone) {
   const std::string add = function("add");
   ValueGraph::PendingCall sum = call(add, value(Structure::tuple({1, 2})));
   Computed waiting;
-  ASSERT_TRUE(graph_.compute(sum.id, waiting.waiter()).ok());
+  ASSERT_TRUE(graph_.compute(kOwner, sum.id, waiting.waiter()).ok());
   EXPECT_FALSE(waiting.result.has_value());
   EXPECT_EQ(graph_.stats().pending_values, 1);
   run(graph_, sum);
@@ -137,12 +147,12 @@ TEST_F(ValueGraphTest, StructsAndSelectionsOverPendingCallsResolveWithThem) {
   const std::string add = function("add");
   ValueGraph::PendingCall first = call(add, value(Structure::tuple({1, 2})));
   const std::string pair =
-      ok_value(graph_.create_struct({{"", first.id}, {"", value(10)}}, /*list=*/false));
+      ok_value(graph_.create_struct(kOwner, {{"", first.id}, {"", value(10)}}, /*list=*/false));
   // Out of range is known now: the struct's size is.
-  absl::StatusOr<std::string> bad = graph_.create_selection(pair, 2);
+  absl::StatusOr<std::string> bad = graph_.create_selection(kOwner, pair, 2);
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(bad.status().message()), HasSubstr("out of range"));
-  const std::string selected = ok_value(graph_.create_selection(pair, 0));
+  const std::string selected = ok_value(graph_.create_selection(kOwner, pair, 0));
   ValueGraph::PendingCall second = call(add, pair);  // Chained: (1 + 2) + 10.
   EXPECT_EQ(graph_.stats().pending_values, 4);
   run(graph_, first);
@@ -155,7 +165,7 @@ TEST_F(ValueGraphTest, StructsAndSelectionsOverPendingCallsResolveWithThem) {
 
 TEST_F(ValueGraphTest, SelectionOfACallResultIsCheckedWhenItIsKnown) {
   ValueGraph::PendingCall scalar = call(function("echo"), value(7));
-  const std::string selection = ok_value(graph_.create_selection(scalar.id, 0));
+  const std::string selection = ok_value(graph_.create_selection(kOwner, scalar.id, 0));
   run(graph_, scalar);
   Result r = compute_now(graph_, selection);
   EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << r.status();
@@ -164,11 +174,11 @@ TEST_F(ValueGraphTest, SelectionOfACallResultIsCheckedWhenItIsKnown) {
 
 TEST_F(ValueGraphTest, SelectionRules) {
   const std::string tuple = value(Structure::tuple({"a", "b"}));
-  EXPECT_EQ(ok_value(compute_now(graph_, ok_value(graph_.create_selection(tuple, 1)))),
+  EXPECT_EQ(ok_value(compute_now(graph_, ok_value(graph_.create_selection(kOwner, tuple, 1)))),
             Structure("b"));
   // Dicts select in key order.
   const std::string dict = value(Structure::dict({{"z", 1}, {"a", 2}}));
-  EXPECT_EQ(ok_value(compute_now(graph_, ok_value(graph_.create_selection(dict, 0)))),
+  EXPECT_EQ(ok_value(compute_now(graph_, ok_value(graph_.create_selection(kOwner, dict, 0)))),
             Structure(2));
   const ValueGraphStats before = graph_.stats();
   for (auto [source, index, needle] : std::vector<std::tuple<std::string, int64_t, std::string>>{
@@ -176,7 +186,7 @@ TEST_F(ValueGraphTest, SelectionRules) {
            {tuple, -1, "negative"},
            {value(Tensor::scalar(1.0f)), 0, "it is a tensor, not a tuple, list or dict"},
            {function("echo"), 0, "is a reference to function 'echo'"}}) {
-    absl::StatusOr<std::string> r = graph_.create_selection(source, index);
+    absl::StatusOr<std::string> r = graph_.create_selection(kOwner, source, index);
     EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << r.status();
     EXPECT_THAT(std::string(r.status().message()), HasSubstr(needle));
   }
@@ -185,16 +195,16 @@ TEST_F(ValueGraphTest, SelectionRules) {
 
 TEST_F(ValueGraphTest, StructNamesAllOrNoneAndUnique) {
   const std::string a = value(1), b = value(2);
-  EXPECT_EQ(
-      ok_value(compute_now(graph_, ok_value(graph_.create_struct({{"y", a}, {"x", b}}, false)))),
-      Structure::dict({{"x", 2}, {"y", 1}}));
-  const std::string named = ok_value(graph_.create_struct({{"y", a}, {"x", b}}, false));
+  EXPECT_EQ(ok_value(compute_now(
+                graph_, ok_value(graph_.create_struct(kOwner, {{"y", a}, {"x", b}}, false)))),
+            Structure::dict({{"x", 2}, {"y", 1}}));
+  const std::string named = ok_value(graph_.create_struct(kOwner, {{"y", a}, {"x", b}}, false));
   // Index 0 is the first key in order, as compute() shows the dict.
-  EXPECT_EQ(ok_value(compute_now(graph_, ok_value(graph_.create_selection(named, 0)))),
+  EXPECT_EQ(ok_value(compute_now(graph_, ok_value(graph_.create_selection(kOwner, named, 0)))),
             Structure(2));
-  EXPECT_EQ(ok_value(compute_now(graph_, ok_value(graph_.create_struct({{"", a}}, true)))),
+  EXPECT_EQ(ok_value(compute_now(graph_, ok_value(graph_.create_struct(kOwner, {{"", a}}, true)))),
             Structure::list({1}));
-  EXPECT_EQ(ok_value(compute_now(graph_, ok_value(graph_.create_struct({}, false)))),
+  EXPECT_EQ(ok_value(compute_now(graph_, ok_value(graph_.create_struct(kOwner, {}, false)))),
             Structure::tuple({}));
   for (auto [elements, list, needle] :
        std::vector<std::tuple<std::vector<ValueGraph::Element>, bool, std::string>>{
@@ -202,7 +212,7 @@ TEST_F(ValueGraphTest, StructNamesAllOrNoneAndUnique) {
            {{{"x", a}, {"x", b}}, false, "both named 'x'"},
            {{{"x", a}}, true, "`list` is set"},
            {{{"", function("echo")}}, false, "cannot be a struct element"}}) {
-    absl::StatusOr<std::string> r = graph_.create_struct(elements, list);
+    absl::StatusOr<std::string> r = graph_.create_struct(kOwner, elements, list);
     EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << r.status();
     EXPECT_THAT(std::string(r.status().message()), HasSubstr(needle));
   }
@@ -210,50 +220,53 @@ TEST_F(ValueGraphTest, StructNamesAllOrNoneAndUnique) {
 
 TEST_F(ValueGraphTest, FunctionReferencesCanOnlyBeCalled) {
   const std::string fn = function("echo");
-  absl::Status s = graph_.compute(fn, [](const Result&) { ADD_FAILURE() << "not computable"; });
+  absl::Status s =
+      graph_.compute(kOwner, fn, [](const Result&) { ADD_FAILURE() << "not computable"; });
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(s.message()), HasSubstr("has no value to compute"));
-  EXPECT_EQ(graph_.create_call(fn, fn).status().code(), absl::StatusCode::kInvalidArgument);
-  absl::StatusOr<ValueGraph::PendingCall> not_fn = graph_.create_call(value(1), std::nullopt);
+  EXPECT_EQ(graph_.create_call(kOwner, fn, fn).status().code(), absl::StatusCode::kInvalidArgument);
+  absl::StatusOr<ValueGraph::PendingCall> not_fn =
+      graph_.create_call(kOwner, value(1), std::nullopt);
   EXPECT_EQ(not_fn.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(not_fn.status().message()), HasSubstr("not a function reference"));
 }
 
 TEST_F(ValueGraphTest, UnknownIdsAreNotFoundNamingThem) {
-  absl::Status s = graph_.compute("p-999", [](const Result&) {});
+  absl::Status s = graph_.compute(kOwner, "p-999", [](const Result&) {});
   EXPECT_EQ(s.code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(std::string(s.message()), HasSubstr("'p-999'"));
   EXPECT_THAT(std::string(s.message()), Not(HasSubstr("restarted")));
   // An id of another incarnation says so; garbage is escaped and bounded.
-  s = graph_.create_selection(std::string("q-1\n") + std::string(500, 'x'), 0).status();
+  s = graph_.create_selection(kOwner, std::string("q-1\n") + std::string(500, 'x'), 0).status();
   EXPECT_EQ(s.code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(std::string(s.message()), HasSubstr("q-1\\n"));
   EXPECT_THAT(std::string(s.message()), HasSubstr("restarted"));
   EXPECT_LT(s.message().size(), 400u);
-  EXPECT_EQ(graph_.create_call("p-1", std::nullopt).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(graph_.create_call(kOwner, "p-1", std::nullopt).status().code(),
+            absl::StatusCode::kNotFound);
 }
 
 TEST_F(ValueGraphTest, DisposeReleasesKnownIdsAndNamesUnknownOnes) {
   const std::string a = value(1), b = value(2), c = value(3);
-  EXPECT_TRUE(graph_.dispose({a}).ok());
-  absl::Status s = graph_.dispose({b, a, c, "p-12345"});
+  EXPECT_TRUE(graph_.dispose(kOwner, {a}).ok());
+  absl::Status s = graph_.dispose(kOwner, {b, a, c, "p-12345"});
   EXPECT_EQ(s.code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(std::string(s.message()), HasSubstr("'" + a + "', 'p-12345' (2 of the 4 ids)"));
   EXPECT_THAT(std::string(s.message()), HasSubstr("other 2 were disposed"));
   EXPECT_EQ(graph_.stats().live_values, 0);
   EXPECT_EQ(graph_.stats().values_disposed, 3);
-  EXPECT_EQ(graph_.compute(b, [](const Result&) {}).code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(graph_.compute(kOwner, b, [](const Result&) {}).code(), absl::StatusCode::kNotFound);
   // Listed twice: the second is already disposed.
   const std::string d = value(4);
-  EXPECT_EQ(graph_.dispose({d, d}).code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(graph_.dispose(kOwner, {d, d}).code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(graph_.stats().live_values, 0);
-  EXPECT_TRUE(graph_.dispose({}).ok());
+  EXPECT_TRUE(graph_.dispose(kOwner, {}).ok());
 }
 
 TEST_F(ValueGraphTest, ValuesBuiltFromDisposedOnesStillResolve) {
   ValueGraph::PendingCall pending = call(function("echo"), value(Structure::tuple({5, 6})));
-  const std::string selection = ok_value(graph_.create_selection(pending.id, 1));
-  ASSERT_TRUE(graph_.dispose({pending.id}).ok());
+  const std::string selection = ok_value(graph_.create_selection(kOwner, pending.id, 1));
+  ASSERT_TRUE(graph_.dispose(kOwner, {pending.id}).ok());
   EXPECT_EQ(graph_.stats().pending_values, 2);
   run(graph_, pending);
   EXPECT_EQ(ok_value(compute_now(graph_, selection)), Structure(6));
@@ -261,32 +274,34 @@ TEST_F(ValueGraphTest, ValuesBuiltFromDisposedOnesStillResolve) {
 }
 
 TEST(ValueGraphLimitsTest, LiveAndPendingValuesAreBounded) {
-  ValueGraph graph(ValueGraphOptions{.max_live_values = 3, .id_prefix = "p-"});
-  const std::string fn = ok_value(graph.create_function("echo"));
+  ValueGraph graph(
+      ValueGraphOptions{.max_live_values = 3, .id_prefix = "p-", .random_bytes = nullptr});
+  const std::string fn = ok_value(graph.create_function(kOwner, "echo"));
   std::vector<ValueGraph::PendingCall> calls;
-  calls.push_back(ok_value(graph.create_call(fn, std::nullopt)));
-  calls.push_back(ok_value(graph.create_call(fn, std::nullopt)));
-  absl::StatusOr<std::string> over = graph.create_value(1);
+  calls.push_back(ok_value(graph.create_call(kOwner, fn, std::nullopt)));
+  calls.push_back(ok_value(graph.create_call(kOwner, fn, std::nullopt)));
+  absl::StatusOr<std::string> over = graph.create_value(kOwner, 1);
   EXPECT_EQ(over.status().code(), absl::StatusCode::kResourceExhausted);
   EXPECT_THAT(std::string(over.status().message()), HasSubstr("max_live_values = 3"));
   EXPECT_EQ(graph.stats().values_created, 3);
   // Disposed calls still count while they are pending.
-  ASSERT_TRUE(graph.dispose({calls[0].id, calls[1].id}).ok());
-  calls.push_back(ok_value(graph.create_call(fn, std::nullopt)));
-  over = graph.create_value(1);
+  ASSERT_TRUE(graph.dispose(kOwner, {calls[0].id, calls[1].id}).ok());
+  calls.push_back(ok_value(graph.create_call(kOwner, fn, std::nullopt)));
+  over = graph.create_value(kOwner, 1);
   EXPECT_EQ(over.status().code(), absl::StatusCode::kResourceExhausted);
   EXPECT_THAT(std::string(over.status().message()), HasSubstr("still being computed"));
   for (const ValueGraph::PendingCall& c : calls) run(graph, c);
-  EXPECT_TRUE(graph.create_value(1).ok());
+  EXPECT_TRUE(graph.create_value(kOwner, 1).ok());
 }
 
 TEST(ValueGraphConcurrencyTest, ACallWaitsForAnArgumentComputedOnAnotherThread) {
-  ValueGraph graph(ValueGraphOptions{.id_prefix = "p-"});
-  const std::string add = ok_value(graph.create_function("add"));
-  ValueGraph::PendingCall first =
-      ok_value(graph.create_call(add, ok_value(graph.create_value(Structure::tuple({1, 1})))));
-  const std::string pair = ok_value(graph.create_struct({{"", first.id}, {"", first.id}}, false));
-  ValueGraph::PendingCall second = ok_value(graph.create_call(add, pair));
+  ValueGraph graph(ValueGraphOptions{.id_prefix = "p-", .random_bytes = nullptr});
+  const std::string add = ok_value(graph.create_function(kOwner, "add"));
+  ValueGraph::PendingCall first = ok_value(graph.create_call(
+      kOwner, add, ok_value(graph.create_value(kOwner, Structure::tuple({1, 1})))));
+  const std::string pair =
+      ok_value(graph.create_struct(kOwner, {{"", first.id}, {"", first.id}}, false));
+  ValueGraph::PendingCall second = ok_value(graph.create_call(kOwner, add, pair));
   std::thread waiting([&] { run(graph, second); });  // Blocks until `first` is known.
   run(graph, first);
   waiting.join();
@@ -294,9 +309,9 @@ TEST(ValueGraphConcurrencyTest, ACallWaitsForAnArgumentComputedOnAnotherThread) 
 }
 
 TEST(ValueGraphConcurrencyTest, CancelCallsReachesPendingCalls) {
-  ValueGraph graph(ValueGraphOptions{.id_prefix = "p-"});
-  ValueGraph::PendingCall c =
-      ok_value(graph.create_call(ok_value(graph.create_function("x")), std::nullopt));
+  ValueGraph graph(ValueGraphOptions{.id_prefix = "p-", .random_bytes = nullptr});
+  ValueGraph::PendingCall c = ok_value(
+      graph.create_call(kOwner, ok_value(graph.create_function(kOwner, "x")), std::nullopt));
   graph.cancel_calls();
   bool saw_cancelled = false;
   graph.run_call(c,
@@ -310,16 +325,16 @@ TEST(ValueGraphConcurrencyTest, CancelCallsReachesPendingCalls) {
 }
 
 TEST(ValueGraphConcurrencyTest, LongChainsResolveWithoutRecursion) {
-  ValueGraph graph(ValueGraphOptions{.id_prefix = "p-"});
+  ValueGraph graph(ValueGraphOptions{.id_prefix = "p-", .random_bytes = nullptr});
   ValueGraph::PendingCall root =
-      ok_value(graph.create_call(ok_value(graph.create_function("echo")),
-                                 ok_value(graph.create_value(Structure::tuple({42})))));
+      ok_value(graph.create_call(kOwner, ok_value(graph.create_function(kOwner, "echo")),
+                                 ok_value(graph.create_value(kOwner, Structure::tuple({42})))));
   std::string id = root.id;
   constexpr int kLinks = 20000;
   for (int i = 0; i < kLinks; ++i) {
-    const std::string next = ok_value(graph.create_selection(id, 0));
+    const std::string next = ok_value(graph.create_selection(kOwner, id, 0));
     if (i > 0) {
-      ASSERT_TRUE(graph.dispose({id}).ok());
+      ASSERT_TRUE(graph.dispose(kOwner, {id}).ok());
     }
     id = next;
     // Each selection of the previous: valid only for the first, the rest
@@ -329,6 +344,79 @@ TEST(ValueGraphConcurrencyTest, LongChainsResolveWithoutRecursion) {
   Result r = compute_now(graph, id);
   EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << r.status();
   EXPECT_EQ(graph.stats().pending_values, 0);
+}
+
+// Ids are the prefix and 128 bits of hex, never sequential.
+TEST_F(ValueGraphTest, IdsAreRandomAndUnique) {
+  absl::flat_hash_set<std::string> seen;
+  std::vector<std::string> ids;
+  for (int i = 0; i < 1000; ++i) {
+    const std::string id = value(i);
+    ids.push_back(id);
+    ASSERT_TRUE(absl::StartsWith(id, "p-")) << id;
+    EXPECT_EQ(id.size(), 2 + 2 * ValueGraph::kIdRandomBytes) << id;
+    EXPECT_TRUE(seen.insert(id).second) << "repeated " << id;
+  }
+  // No two consecutive ids share their first 8 random hex digits (a
+  // counter would): 999 pairs, each equal with chance 2^-32.
+  int same_prefix = 0;
+  for (size_t i = 1; i < ids.size(); ++i)
+    same_prefix += ids[i].substr(0, 10) == ids[i - 1].substr(0, 10);
+  EXPECT_EQ(same_prefix, 0);
+}
+
+// A repeated draw is drawn again, so ids stay unique per worker.
+TEST(ValueGraphIdTest, RepeatedRandomDrawsAreDrawnAgain) {
+  int calls = 0;
+  ValueGraph graph(ValueGraphOptions{
+      .id_prefix = "p-", .random_bytes = [&calls](unsigned char* out, size_t size) {
+        // The first two draws are equal, then they differ.
+        std::fill(out, out + size, static_cast<unsigned char>(calls < 2 ? 7 : calls));
+        ++calls;
+      }});
+  const std::string a = ok_value(graph.create_value(kOwner, 1));
+  const std::string b = ok_value(graph.create_value(kOwner, 2));
+  EXPECT_NE(a, b);
+  EXPECT_EQ(calls, 3);
+}
+
+// Another client's id is NOT_FOUND with the message of an id never
+// created, wherever it is used, and nothing changes.
+TEST_F(ValueGraphTest, AnotherOwnersIdsAreNotFoundAndUntouched) {
+  const std::string mine = value(Structure::tuple({1, 2}));
+  const std::string fn = function("echo");
+  const std::string never = "p-" + std::string(2 * ValueGraph::kIdRandomBytes, '0');
+  auto message_for = [&](const std::string& id) {
+    return std::string(
+        graph_
+            .compute(kOther, id,
+                     [](const Result&) { ADD_FAILURE() << "another owner's value was computed"; })
+            .message());
+  };
+  // The same message as for an id never created, with the id swapped.
+  std::string stolen = message_for(mine);
+  std::string unknown = message_for(never);
+  EXPECT_EQ(graph_.compute(kOther, mine, [](const Result&) {}).code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(absl::StrReplaceAll(stolen, {{mine, "ID"}}),
+            absl::StrReplaceAll(unknown, {{never, "ID"}}));
+  EXPECT_EQ(graph_.create_selection(kOther, mine, 0).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(graph_.create_struct(kOther, {{"", mine}}, false).status().code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_EQ(graph_.create_call(kOther, fn, std::nullopt).status().code(),
+            absl::StatusCode::kNotFound);
+  const std::string theirs = ok_value(graph_.create_function(kOther, "echo"));
+  EXPECT_EQ(graph_.create_call(kOther, theirs, mine).status().code(), absl::StatusCode::kNotFound);
+  const absl::Status disposed = graph_.dispose(kOther, {mine, fn});
+  EXPECT_EQ(disposed.code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(std::string(disposed.message()), HasSubstr("(2 of the 2 ids)"));
+  // The owner still has both, intact; the other's function is its own.
+  EXPECT_EQ(graph_.stats().live_values, 3);
+  EXPECT_EQ(ok_value(compute_now(graph_, mine)), Structure::tuple({1, 2}));
+  EXPECT_TRUE(graph_.create_call(kOwner, fn, mine).ok());
+  EXPECT_EQ(graph_.create_call(kOwner, theirs, std::nullopt).status().code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_TRUE(graph_.dispose(kOther, {theirs}).ok());
+  EXPECT_TRUE(graph_.dispose(kOwner, {mine, fn}).ok());
 }
 
 }  // namespace

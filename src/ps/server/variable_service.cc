@@ -11,6 +11,7 @@
 #include "ps/request/grpc_execute_codec.h"
 #include "ps/request/lost_state.h"
 #include "psflow/status_macros.h"
+#include "rpc/authorization.h"
 #include "rpc/grpc_status.h"
 
 namespace psflow::internal {
@@ -110,9 +111,19 @@ absl::Status guarded(Work&& work) {
   }
 }
 
+// PERMISSION_DENIED for the first op of `batch` that `caller`'s role may
+// not run; checked before any op runs, so a refused batch changes nothing.
+absl::Status authorize_batch(const PeerIdentity& caller, const ExecuteBatch& batch) {
+  for (size_t i = 0; i < batch.ops.size(); ++i) {
+    PSFLOW_RETURN_IF_ERROR(authorize_variable_op(caller, batch.ops[i].kind, i));
+  }
+  return absl::OkStatus();
+}
+
 // Runs a decoded batch and serializes its results into `response`.
-absl::Status run(VariableStore& store, size_t max_message_bytes, ExecuteBatch& batch,
-                 const Estimate& estimate, grpc::ByteBuffer* response) {
+absl::Status run(const PeerIdentity& caller, VariableStore& store, size_t max_message_bytes,
+                 ExecuteBatch& batch, const Estimate& estimate, grpc::ByteBuffer* response) {
+  PSFLOW_RETURN_IF_ERROR(authorize_batch(caller, batch));
   // Checked before anything runs, so that an oversized read never leaves
   // the batch's other ops applied; the exact check after running catches
   // the rare variable replaced (with a larger shape) in between.
@@ -152,13 +163,28 @@ VariableServiceImpl::VariableServiceImpl(const TaskStatus* status,
 grpc::ServerUnaryReactor* VariableServiceImpl::GetStatus(grpc::CallbackServerContext* context,
                                                          const v1::GetStatusRequest* request,
                                                          v1::GetStatusResponse* response) {
+  if (absl::StatusOr<PeerIdentity> caller = authorize_call(*context, Method::kPsGetStatus);
+      !caller.ok()) {
+    return refuse(context, "GetStatus", caller.status());
+  }
   return status_->answer(context, response);
+}
+
+grpc::ServerUnaryReactor* VariableServiceImpl::refuse(grpc::CallbackServerContext* context,
+                                                      std::string_view call,
+                                                      const absl::Status& status) const {
+  status_->note_error(call, status);
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(to_grpc_status(status));
+  return reactor;
 }
 
 grpc::ServerUnaryReactor* VariableServiceImpl::Execute(grpc::CallbackServerContext* context,
                                                        const grpc::ByteBuffer* request,
                                                        grpc::ByteBuffer* response) {
   status_->note_caller(context, "Execute");
+  absl::StatusOr<PeerIdentity> authorized = authorize_call(*context, Method::kPsExecute);
+  if (!authorized.ok()) return refuse(context, "Execute", authorized.status());
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   // The request and response buffers stay valid until Finish().
   // Every outcome but success is also in the task's log (rate-limited).
@@ -178,29 +204,32 @@ grpc::ServerUnaryReactor* VariableServiceImpl::Execute(grpc::CallbackServerConte
     });
   };
   if (request->Length() > kInlineDecodeBytes) {
-    finish_on_pool([this, request](grpc::ByteBuffer* out) -> absl::Status {
+    finish_on_pool([this, request, caller = *authorized](grpc::ByteBuffer* out) -> absl::Status {
       PSFLOW_ASSIGN_OR_RETURN(ExecuteBatch batch, decode_execute_request(*request, limits_));
-      return run(*store_, options_.max_message_bytes, batch, estimate(batch, *store_), out);
+      return run(caller, *store_, options_.max_message_bytes, batch, estimate(batch, *store_), out);
     });
     return reactor;
   }
   std::optional<ExecuteBatch> to_pool;
   const absl::Status inline_status = guarded([&]() -> absl::Status {
     PSFLOW_ASSIGN_OR_RETURN(ExecuteBatch batch, decode_execute_request(*request, limits_));
+    // Refused before the batch waits for the pool.
+    PSFLOW_RETURN_IF_ERROR(authorize_batch(*authorized, batch));
     const Estimate e = estimate(batch, *store_);
     if (e.work_bytes > kInlineWorkBytes) {
       to_pool = std::move(batch);
       return absl::OkStatus();
     }
-    return run(*store_, options_.max_message_bytes, batch, e, response);
+    return run(*authorized, *store_, options_.max_message_bytes, batch, e, response);
   });
   if (!to_pool.has_value()) {
     finish(inline_status);
     return reactor;
   }
-  finish_on_pool([this, batch = *std::move(to_pool)](grpc::ByteBuffer* out) mutable {
+  finish_on_pool([this, caller = *std::move(authorized),
+                  batch = *std::move(to_pool)](grpc::ByteBuffer* out) mutable {
     // Estimated again: the variables may have changed while it waited.
-    return run(*store_, options_.max_message_bytes, batch, estimate(batch, *store_), out);
+    return run(caller, *store_, options_.max_message_bytes, batch, estimate(batch, *store_), out);
   });
   return reactor;
 }
@@ -208,6 +237,10 @@ grpc::ServerUnaryReactor* VariableServiceImpl::Execute(grpc::CallbackServerConte
 grpc::ServerUnaryReactor* VariableServiceImpl::ListVariables(
     grpc::CallbackServerContext* context, const v1::ListVariablesRequest* request,
     v1::ListVariablesResponse* response) {
+  if (absl::StatusOr<PeerIdentity> caller = authorize_call(*context, Method::kPsListVariables);
+      !caller.ok()) {
+    return refuse(context, "ListVariables", caller.status());
+  }
   for (const std::shared_ptr<VariableShard>& shard : store_->all()) {
     v1::VariableInfo* info = response->add_variables();
     info->set_name(shard->name());

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <string_view>
 
 #include "absl/status/status.h"
 #include "base/thread_pool.h"
@@ -45,6 +46,9 @@ struct VariableServiceOptions {
 // to a fixed pool of one thread per core, which finishes the reactor, so
 // that gRPC's threads stay free to move bytes for other calls.
 //
+// Every handler first checks the caller's role (rpc/authorization.h);
+// Execute checks each op's kind too, before any op runs.
+//
 // Thread-safety: handlers run concurrently; `status` is immutable and the
 // store is thread-safe.
 //
@@ -78,6 +82,10 @@ class VariableServiceImpl final : public v1::VariableService::WithRawCallbackMet
                                           v1::ListVariablesResponse* response) override;
 
  private:
+  // Finishes a call the caller may not make with `status` (logged).
+  grpc::ServerUnaryReactor* refuse(grpc::CallbackServerContext* context, std::string_view call,
+                                   const absl::Status& status) const;
+
   const TaskStatus* status_;
   std::shared_ptr<VariableStore> store_;
   const VariableServiceOptions options_;
