@@ -5,7 +5,9 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "base/shown_text.h"
 #include "rpc/grpc_status.h"
+#include "rpc/parsed_call.h"
 #include "worker/function_runner.h"
 #include "worker/per_worker_objects.h"
 
@@ -22,6 +24,7 @@ ExecutorServiceImpl::ExecutorServiceImpl(const TaskStatus* status, ExecutorServi
       registry_(options_.registry != nullptr ? *options_.registry : FunctionRegistry::global()),
       values_(ValueGraphOptions{
           .max_live_values = options_.max_live_values,
+          .max_value_bytes = options_.max_value_bytes,
           .id_prefix = absl::StrCat(absl::Hex(process_incarnation() & 0xffffffffu), "-")}),
       results_(ResultCacheOptions{.max_entries = options_.result_cache_entries,
                                   .max_bytes = options_.result_cache_bytes}),
@@ -37,18 +40,23 @@ ExecutorServiceImpl::~ExecutorServiceImpl() {
 }
 
 grpc::ServerUnaryReactor* ExecutorServiceImpl::GetStatus(grpc::CallbackServerContext* context,
-                                                         const v1::GetStatusRequest* request,
-                                                         v1::GetStatusResponse* response) {
-  return status_->answer(context, response);
+                                                         const grpc::ByteBuffer* raw_request,
+                                                         grpc::ByteBuffer* raw_response) {
+  return status_->answer(context, *raw_request, raw_response);
 }
 
 grpc::ServerUnaryReactor* ExecutorServiceImpl::RunFunction(grpc::CallbackServerContext* context,
-                                                           const v1::RunFunctionRequest* request,
-                                                           v1::RunFunctionResponse* response) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+                                                           const grpc::ByteBuffer* raw_request,
+                                                           grpc::ByteBuffer* raw_response) {
+  grpc::ServerUnaryReactor* reactor = nullptr;
+  auto* call = parse_call<v1::RunFunctionRequest, v1::RunFunctionResponse>(*raw_request,
+                                                                           raw_response, &reactor);
+  if (call == nullptr) return reactor;
+  const v1::RunFunctionRequest* request = &call->request();
+  v1::RunFunctionResponse* response = &call->response();
   if (request->function_name().empty()) {
-    reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                                 "RunFunction needs a function_name; got an empty one."));
+    call->finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                              "RunFunction needs a function_name; got an empty one."));
     return reactor;
   }
   // Decoding validates the untrusted args (shapes, sizes, depth) and moves
@@ -57,10 +65,10 @@ grpc::ServerUnaryReactor* ExecutorServiceImpl::RunFunction(grpc::CallbackServerC
   absl::StatusOr<Structure> args = structure_from_proto(mutable_args, limits_);
   if (!args.ok()) {
     const absl::Status malformed = absl::InvalidArgumentError(
-        absl::StrCat("RunFunction '", request->function_name(), "' (closure ",
+        absl::StrCat("RunFunction '", shown_name(request->function_name()), "' (closure ",
                      request->closure_id(), "): malformed args: ", args.status().message()));
     status_->note_error("RunFunction", malformed);
-    reactor->Finish(to_grpc_status(malformed));
+    call->finish(to_grpc_status(malformed));
     return reactor;
   }
   if (request->input_refs_size() > 0) {
@@ -71,12 +79,12 @@ grpc::ServerUnaryReactor* ExecutorServiceImpl::RunFunction(grpc::CallbackServerC
     if (absl::IsNotFound(args.status())) {
       response->set_input_refs_missing(true);
       response->set_incarnation(process_incarnation());
-      reactor->Finish(grpc::Status::OK);
+      call->finish(grpc::Status::OK);
       return reactor;
     }
     if (!args.ok()) {
-      reactor->Finish(to_grpc_status(absl::InvalidArgumentError(
-          absl::StrCat("RunFunction '", request->function_name(), "' (closure ",
+      call->finish(to_grpc_status(absl::InvalidArgumentError(
+          absl::StrCat("RunFunction '", shown_name(request->function_name()), "' (closure ",
                        request->closure_id(), "): ", args.status().message()))));
       return reactor;
     }
@@ -89,14 +97,14 @@ grpc::ServerUnaryReactor* ExecutorServiceImpl::RunFunction(grpc::CallbackServerC
     absl::MutexLock lock(&mu_);
     running_[request->closure_id()] = cancelled;
   }
-  pool_.schedule([this, reactor, request, response, cancelled, args = *std::move(args)]() mutable {
+  pool_.schedule([this, call, request, response, cancelled, args = *std::move(args)]() mutable {
     run(request->session(), request->result_session(), request->closure_id(),
         request->function_name(), std::move(args), cancelled, response,
         request->worker_recoveries(),
         // This process replaced the one the coordinator knew: a salt of
         // its own, so that rebuilt datasets take new orders.
         request->last_incarnation() != 0 && request->last_incarnation() != process_incarnation());
-    reactor->Finish(grpc::Status::OK);
+    call->finish(grpc::Status::OK);
   });
   return reactor;
 }
@@ -170,7 +178,8 @@ void ExecutorServiceImpl::run(uint64_t session, uint64_t result_session, uint64_
                                              response->output().ByteSizeLong()));
     }
   } else {
-    status_->note_error(absl::StrCat("RunFunction '", function_name, "'"), output.status());
+    status_->note_error(absl::StrCat("RunFunction '", shown_name(function_name), "'"),
+                        output.status());
     response->set_code(static_cast<int32_t>(output.status().code()));
     response->set_message(std::string(output.status().message()));
     response->set_input_error(is_per_worker_input_error(output.status()));
@@ -192,9 +201,15 @@ absl::StatusOr<Structure> ExecutorServiceImpl::invoke(uint64_t session, uint64_t
   return run_registered_function(registry_, function_name, ctx, args);
 }
 
-grpc::ServerUnaryReactor* ExecutorServiceImpl::CancelFunction(
-    grpc::CallbackServerContext* context, const v1::CancelFunctionRequest* request,
-    v1::CancelFunctionResponse* response) {
+grpc::ServerUnaryReactor* ExecutorServiceImpl::CancelFunction(grpc::CallbackServerContext* context,
+                                                              const grpc::ByteBuffer* raw_request,
+                                                              grpc::ByteBuffer* raw_response) {
+  grpc::ServerUnaryReactor* reactor = nullptr;
+  auto* call = parse_call<v1::CancelFunctionRequest, v1::CancelFunctionResponse>(
+      *raw_request, raw_response, &reactor);
+  if (call == nullptr) return reactor;
+  const v1::CancelFunctionRequest* request = &call->request();
+  v1::CancelFunctionResponse* response = &call->response();
   {
     absl::MutexLock lock(&mu_);
     auto it = running_.find(request->closure_id());
@@ -203,8 +218,7 @@ grpc::ServerUnaryReactor* ExecutorServiceImpl::CancelFunction(
       response->set_was_running(true);
     }
   }
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(grpc::Status::OK);
+  call->finish(grpc::Status::OK);
   return reactor;
 }
 

@@ -12,6 +12,7 @@
 #include "ps/request/lost_state.h"
 #include "psflow/status_macros.h"
 #include "rpc/grpc_status.h"
+#include "rpc/parsed_call.h"
 
 namespace psflow::internal {
 namespace {
@@ -150,9 +151,9 @@ VariableServiceImpl::VariableServiceImpl(const TaskStatus* status,
 }
 
 grpc::ServerUnaryReactor* VariableServiceImpl::GetStatus(grpc::CallbackServerContext* context,
-                                                         const v1::GetStatusRequest* request,
-                                                         v1::GetStatusResponse* response) {
-  return status_->answer(context, response);
+                                                         const grpc::ByteBuffer* request,
+                                                         grpc::ByteBuffer* response) {
+  return status_->answer(context, *request, response);
 }
 
 grpc::ServerUnaryReactor* VariableServiceImpl::Execute(grpc::CallbackServerContext* context,
@@ -205,9 +206,14 @@ grpc::ServerUnaryReactor* VariableServiceImpl::Execute(grpc::CallbackServerConte
   return reactor;
 }
 
-grpc::ServerUnaryReactor* VariableServiceImpl::ListVariables(
-    grpc::CallbackServerContext* context, const v1::ListVariablesRequest* request,
-    v1::ListVariablesResponse* response) {
+grpc::ServerUnaryReactor* VariableServiceImpl::ListVariables(grpc::CallbackServerContext* context,
+                                                             const grpc::ByteBuffer* raw_request,
+                                                             grpc::ByteBuffer* raw_response) {
+  grpc::ServerUnaryReactor* reactor = nullptr;
+  auto* call = parse_call<v1::ListVariablesRequest, v1::ListVariablesResponse>(
+      *raw_request, raw_response, &reactor);
+  if (call == nullptr) return reactor;
+  v1::ListVariablesResponse* response = &call->response();
   for (const std::shared_ptr<VariableShard>& shard : store_->all()) {
     v1::VariableInfo* info = response->add_variables();
     info->set_name(shard->name());
@@ -217,8 +223,7 @@ grpc::ServerUnaryReactor* VariableServiceImpl::ListVariables(
     info->set_optimizer(std::move(optimizer.optimizer));
     info->set_optimizer_steps(optimizer.steps);
   }
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(grpc::Status::OK);
+  call->finish(grpc::Status::OK);
   return reactor;
 }
 
