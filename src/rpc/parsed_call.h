@@ -35,9 +35,17 @@ class ParsedCall final : public grpc::ServerUnaryReactor {
   void finish(const grpc::Status& status) {
     if (status.ok()) {
       bool own_buffer = false;
-      // Fails only past 2 GiB, which none of these responses reaches.
-      (void)grpc::GenericSerialize<grpc::ProtoBufferWriter, Response>(response_, raw_response_,
-                                                                      &own_buffer);
+      // Fails past 2 GiB (protobuf's limit), which only a function's output
+      // could reach.
+      grpc::Status serialized = grpc::GenericSerialize<grpc::ProtoBufferWriter, Response>(
+          response_, raw_response_, &own_buffer);
+      if (!serialized.ok()) {
+        Finish(grpc::Status(
+            grpc::StatusCode::RESOURCE_EXHAUSTED,
+            absl::StrCat("the ", response_.GetTypeName(),
+                         " could not be encoded (over 2 GiB?): ", serialized.error_message())));
+        return;
+      }
     }
     Finish(status);
   }
