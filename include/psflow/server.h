@@ -42,8 +42,34 @@ struct ServerOptions {
   // address may use another port than the spec (one forwarded by a
   // container runtime); the spec's address stays what clients use.
   std::string bind_address;
-  // Largest message accepted or sent, in bytes.
+  // Largest message accepted or sent, in bytes. gRPC (as of 1.51, and
+  // still upstream) receives a message whole before it checks this, so it
+  // bounds what a handler sees, not what a hostile client makes the task
+  // buffer: max_buffered_bytes does that.
   int max_message_bytes = 1 << 30;
+  // The memory gRPC may hold for this task's connections and the messages
+  // being received, over all clients (a grpc::ResourceQuota). Past it gRPC
+  // cancels the calls whose messages fill its buffers (RESOURCE_EXHAUSTED
+  // "Buffers full") and closes idle connections, so that concurrent
+  // oversized or slow-drip messages cannot take the machine's memory. 0:
+  // 2 x max_message_bytes + 256 MiB, which lets two messages of the
+  // largest size arrive at once.
+  int64_t max_buffered_bytes = 0;
+  // Connections, so that clients that connect and go silent cannot hold
+  // sockets and memory for good. A client must complete the HTTP/2
+  // handshake (its preface and SETTINGS) within handshake_timeout. The
+  // server pings a connection every keepalive_time and closes it when no
+  // ack arrives within keepalive_timeout (a half-open connection: the peer
+  // vanished or stopped reading). A connection without calls for
+  // max_connection_idle is closed with GOAWAY; psflow's clients reconnect
+  // on their next call, transparently. A connection older than
+  // max_connection_age is closed once its calls finish (infinite: never;
+  // the default, as long-running computes and streams must not be cut).
+  absl::Duration handshake_timeout = absl::Seconds(20);
+  absl::Duration keepalive_time = absl::Seconds(30);
+  absl::Duration keepalive_timeout = absl::Seconds(20);
+  absl::Duration max_connection_idle = absl::Minutes(30);
+  absl::Duration max_connection_age = absl::InfiniteDuration();
   // Share the port with other sockets of this user that set SO_REUSEPORT.
   // Off by default so that a second server on the same port fails with
   // UNAVAILABLE instead of silently splitting the connections; LocalCluster
@@ -59,6 +85,11 @@ struct ServerOptions {
   // the worker's. Ignored by a ps.
   int64_t result_cache_entries = 1024;
   int64_t result_cache_bytes = int64_t{64} << 20;
+  // A worker's bound on the bytes (encoded) of the executor-protocol values
+  // its clients created (CreateValue) and have not disposed, over all
+  // clients: beyond it CreateValue is RESOURCE_EXHAUSTED naming it. At
+  // least 1. Ignored by a ps.
+  int64_t max_value_bytes = int64_t{16} << 30;
   // A ps's answer to NaN and infinite updates (see NonFinitePolicy).
   // Ignored by a worker.
   NonFinitePolicy non_finite_updates = NonFinitePolicy::kReject;

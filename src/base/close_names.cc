@@ -30,6 +30,10 @@ size_t edit_distance(std::string_view a, std::string_view b) {
 std::vector<std::string> close_names(std::string_view name,
                                      const std::vector<std::string>& candidates,
                                      size_t max_results) {
+  // Longer is no typo, and its edit distances would cost time quadratic in
+  // a client's input.
+  constexpr size_t kMaxTypoBytes = 256;
+  if (name.size() > kMaxTypoBytes) return {};
   const size_t limit = std::max<size_t>(2, name.size() / 3);
   const std::string lower_name = absl::AsciiStrToLower(av(name));
   std::vector<std::pair<size_t, std::string>> scored;

@@ -10,6 +10,9 @@
 #include <string>
 
 #include "absl/strings/ascii.h"
+#include "absl/time/clock.h"
+#include "base/log_rate_limiter.h"
+#include "base/shown_text.h"
 #include "base/strings.h"
 
 namespace psflow::internal {
@@ -41,6 +44,15 @@ std::string_view basename(std::string_view path) {
   return slash == std::string_view::npos ? path : path.substr(slash + 1);
 }
 
+// Longest line written; the rest of a message is cut (its length said).
+constexpr size_t kMaxLogLineBytes = 16 << 10;
+
+// Lines per call site and second: enough for any honest burst.
+LogRateLimiter& rate_limiter() {
+  static auto* limiter = new LogRateLimiter(/*max_lines=*/100, absl::Seconds(1));
+  return *limiter;
+}
+
 }  // namespace
 
 void set_min_log_level(LogLevel level) {
@@ -51,7 +63,11 @@ LogLevel min_log_level() {
   return static_cast<LogLevel>(level_storage().load(std::memory_order_relaxed));
 }
 
-void log_message(LogLevel level, std::string_view file, int line, std::string_view message) {
+namespace {
+
+// One line, `dropped` noted at its end.
+void write_line(LogLevel level, std::string_view file, int line, std::string_view message,
+                int64_t dropped) {
   static constexpr char kLetters[] = {'D', 'I', 'W', 'E'};
   timeval tv{};
   gettimeofday(&tv, nullptr);
@@ -61,17 +77,28 @@ void log_message(LogLevel level, std::string_view file, int line, std::string_vi
   std::snprintf(stamp, sizeof(stamp), "%02d:%02d:%02d.%03d", parts.tm_hour, parts.tm_min,
                 parts.tm_sec, static_cast<int>(tv.tv_usec / 1000));
   // One write() per line so concurrent lines never interleave.
-  std::string out =
-      absl::StrCat(absl::string_view(&kLetters[static_cast<int>(level)], 1), " ", stamp, " ",
-                   av(basename(file)), ":", line, "] ", av(message), "\n");
+  std::string out = absl::StrCat(absl::string_view(&kLetters[static_cast<int>(level)], 1), " ",
+                                 stamp, " ", av(basename(file)), ":", line, "] ",
+                                 // Messages may carry a client's bytes: valid UTF-8 and bounded.
+                                 shown_text(message, kMaxLogLineBytes, /*escape_controls=*/false));
+  if (dropped > 0) absl::StrAppend(&out, " (", dropped, " earlier lines from here dropped)");
+  out += "\n";
   [[maybe_unused]] ssize_t n = ::write(STDERR_FILENO, out.data(), out.size());
+}
+
+}  // namespace
+
+void log_message(LogLevel level, std::string_view file, int line, std::string_view message) {
+  const LogRateLimiter::Decision admitted = rate_limiter().admit(file, line, absl::Now());
+  if (admitted.allowed) write_line(level, file, line, message, admitted.dropped);
 }
 
 void check_failed(std::string_view file, int line, std::string_view condition,
                   std::string_view message) {
-  log_message(
+  // Never rate-limited: the last line before the abort.
+  write_line(
       LogLevel::kError, file, line,
-      absl::StrCat("Check failed: ", av(condition), message.empty() ? "" : ": ", av(message)));
+      absl::StrCat("Check failed: ", av(condition), message.empty() ? "" : ": ", av(message)), 0);
   std::abort();
 }
 

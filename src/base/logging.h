@@ -18,7 +18,10 @@ inline constexpr char kLogLevelValues[] =
 // below the minimum level (default kInfo; PSFLOW_LOG_LEVEL overrides it at
 // start-up, kLogLevelValues; another value is warned about and ignored) are
 // dropped. At kInfo a task says what it does (serving, connections,
-// restarts, errors) but never a line per call; kDebug may.
+// restarts, errors) but never a line per call; kDebug may. Since messages
+// may carry a client's bytes, a line is cut at 16 KiB, bytes that are not
+// UTF-8 are written as \xNN, and each place (file:line) writes at most 100
+// lines a second: the rest are dropped and counted on its next line.
 // Thread-safe: whole lines never interleave.
 void log_message(LogLevel level, std::string_view file, int line, std::string_view message);
 void set_min_log_level(LogLevel level);

@@ -33,6 +33,9 @@ struct ServerFlags {
   bool reuse_port = false;
   int64_t result_cache_entries = ServerOptions{}.result_cache_entries;
   int64_t result_cache_mib = ServerOptions{}.result_cache_bytes >> 20;
+  int64_t max_value_mib = ServerOptions{}.max_value_bytes >> 20;
+  int64_t max_message_mib = ServerOptions{}.max_message_bytes >> 20;
+  int64_t max_buffered_mib = 0;
   std::string non_finite_updates = "reject";
   bool check_config = false;
   ClusterResolverFlags cluster_resolver;
@@ -120,6 +123,17 @@ void add_server_flags(CLI::App& app, ServerFlags& flags) {
       ->capture_default_str();
   app.add_option("--result-cache-mib", flags.result_cache_mib,
                  "Worker: most MiB those results may take, least recently used evicted first")
+      ->capture_default_str();
+  app.add_option("--max-message-mib", flags.max_message_mib,
+                 "Largest message the task accepts or sends, in MiB (1 to 2047)")
+      ->capture_default_str();
+  app.add_option("--max-buffered-mib", flags.max_buffered_mib,
+                 "Most MiB gRPC may buffer for the task's connections and incoming messages; "
+                 "0: 2 x --max-message-mib + 256")
+      ->capture_default_str();
+  app.add_option("--max-value-mib", flags.max_value_mib,
+                 "Worker: most MiB of values executor-protocol clients may create and not "
+                 "dispose (CreateValue beyond it is RESOURCE_EXHAUSTED)")
       ->capture_default_str();
   app.add_option("--non-finite-updates", flags.non_finite_updates,
                  "Ps: what to do with updates (gradients, deltas, scatter updates) holding NaN "
@@ -243,6 +257,23 @@ absl::StatusOr<ServerOptions> server_options(const ServerFlags& flags) {
   }
   options.result_cache_entries = flags.result_cache_entries;
   options.result_cache_bytes = flags.result_cache_mib << 20;
+  constexpr int64_t kMaxValueMib = int64_t{1} << 40;
+  if (flags.max_value_mib < 1 || flags.max_value_mib > kMaxValueMib) {
+    return absl::InvalidArgumentError(absl::StrCat("--max-value-mib ", flags.max_value_mib,
+                                                   " is out of range; use 1 to ", kMaxValueMib));
+  }
+  options.max_value_bytes = flags.max_value_mib << 20;
+  if (flags.max_message_mib < 1 || flags.max_message_mib > 2047) {
+    return absl::InvalidArgumentError(absl::StrCat("--max-message-mib ", flags.max_message_mib,
+                                                   " is out of range; use 1 to 2047"));
+  }
+  options.max_message_bytes = static_cast<int>(flags.max_message_mib << 20);
+  if (flags.max_buffered_mib < 0 || flags.max_buffered_mib > kMaxValueMib) {
+    return absl::InvalidArgumentError(absl::StrCat("--max-buffered-mib ", flags.max_buffered_mib,
+                                                   " is out of range; use 0 (the default) to ",
+                                                   kMaxValueMib));
+  }
+  options.max_buffered_bytes = flags.max_buffered_mib << 20;
   if (flags.non_finite_updates == "reject") {
     options.non_finite_updates = NonFinitePolicy::kReject;
   } else if (flags.non_finite_updates == "allow") {

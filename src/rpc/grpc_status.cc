@@ -5,6 +5,7 @@
 #include "absl/strings/cord.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "base/shown_text.h"
 #include "base/strings.h"
 
 namespace psflow::internal {
@@ -66,7 +67,13 @@ absl::Status from_grpc_status(const grpc::Status& status) {
 
 grpc::Status to_grpc_status(const absl::Status& status) {
   if (status.ok()) return grpc::Status::OK;
-  return grpc::Status(to_grpc_code(status.code()), std::string(status.message()));
+  // The message travels as trailing metadata, which peers refuse beyond
+  // 8 KiB (percent-encoded: up to 3 bytes per byte outside ASCII), turning
+  // the error into "metadata size exceeds limit". A message that echoes a
+  // client's long name or bytes is cut and made valid UTF-8.
+  return grpc::Status(to_grpc_code(status.code()),
+                      shown_text(sv(status.message()), kMaxStatusMessageBytes,
+                                 /*escape_controls=*/false));
 }
 
 absl::Status annotate_with_task(const absl::Status& status, std::string_view task_name,

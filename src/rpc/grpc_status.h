@@ -5,6 +5,7 @@
 
 #include <grpcpp/support/status.h>
 
+#include <cstddef>
 #include <string_view>
 
 #include "absl/status/status.h"
@@ -13,7 +14,11 @@ namespace psflow::internal {
 
 // Code-for-code conversions (the two enums share numbering, but the mapping
 // is spelled out so that a future divergence fails to compile, not silently).
-// The message is carried unchanged; absl payloads are not sent over the wire.
+// absl payloads are not sent over the wire. to_grpc_status keeps the message
+// if it is valid UTF-8 of at most kMaxStatusMessageBytes, else escapes the
+// invalid bytes and cuts it (saying how long it was), so that an error that
+// echoes a client's megabyte name still reaches the client.
+inline constexpr size_t kMaxStatusMessageBytes = 2048;
 [[nodiscard]] absl::Status from_grpc_status(const grpc::Status& status);
 [[nodiscard]] grpc::Status to_grpc_status(const absl::Status& status);
 [[nodiscard]] absl::StatusCode from_grpc_code(grpc::StatusCode code);

@@ -6,9 +6,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "base/logging.h"
+#include "base/shown_text.h"
 #include "base/strings.h"
 #include "base/version.h"
 #include "psflow/cluster_spec.h"
+#include "rpc/parsed_call.h"
 
 namespace psflow::internal {
 namespace {
@@ -92,7 +94,8 @@ void TaskStatus::note_error(std::string_view call, const absl::Status& status) c
   // (no forged log lines) and cut short; the kinds counted are bounded (a
   // client inventing names cannot grow the table).
   constexpr size_t kMaxMessage = 400;
-  std::string key(call);
+  constexpr size_t kMaxCallNameBytes = 200;
+  std::string key = shown_text(call, kMaxCallNameBytes);
   int64_t seen = 0;
   {
     absl::MutexLock lock(&errors_mu_);
@@ -121,6 +124,18 @@ grpc::ServerUnaryReactor* TaskStatus::answer(grpc::CallbackServerContext* contex
   fill(*response);
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* TaskStatus::answer(grpc::CallbackServerContext* context,
+                                             const grpc::ByteBuffer& request,
+                                             grpc::ByteBuffer* response) const {
+  grpc::ServerUnaryReactor* reactor = nullptr;
+  auto* call = parse_call<v1::GetStatusRequest, v1::GetStatusResponse>(request, response, &reactor);
+  if (call == nullptr) return reactor;
+  note_caller(context, "GetStatus");
+  fill(call->response());
+  call->finish(grpc::Status::OK);
   return reactor;
 }
 

@@ -14,6 +14,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "grpcpp/server_context.h"
+#include "grpcpp/support/byte_buffer.h"
 #include "grpcpp/support/server_callback.h"
 #include "psflow/v1/task.pb.h"
 
@@ -41,6 +42,11 @@ class TaskStatus {
   // and finishes the call. Logs the caller's connection (note_caller).
   grpc::ServerUnaryReactor* answer(grpc::CallbackServerContext* context,
                                    v1::GetStatusResponse* response) const;
+  // The same for a raw callback method: parses the request first
+  // (INVALID_ARGUMENT when it is no GetStatusRequest).
+  grpc::ServerUnaryReactor* answer(grpc::CallbackServerContext* context,
+                                   const grpc::ByteBuffer& request,
+                                   grpc::ByteBuffer* response) const;
   // Logs at INFO, once per connection (the caller's address and port), that
   // a client connected and which call it made first: a coordinator asks
   // GetStatus when it connects, workers update variables with Execute. At

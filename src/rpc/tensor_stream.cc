@@ -68,6 +68,7 @@ absl::Status TensorProtoReader::merge(WireStream& stream, const WireStream::Fiel
         PSFLOW_RETURN_IF_ERROR(
             stream.expect(field, "TensorProto.content", WireType::kLengthDelimited));
         // The one copy of the payload; its size is bounded by the input's.
+        PSFLOW_RETURN_IF_ERROR(budget_.charge(DecodeBudget::kTensorBytes + field.length));
         content_ = internal::allocate_buffer(field.length, /*zero_fill=*/false);
         PSFLOW_RETURN_IF_ERROR(stream.read_raw(field, content_->data()));
         fields_.content_bytes = field.length;
@@ -76,10 +77,7 @@ absl::Status TensorProtoReader::merge(WireStream& stream, const WireStream::Fiel
         PSFLOW_RETURN_IF_ERROR(
             stream.expect(field, "TensorProto.string_val", WireType::kLengthDelimited));
         // Bounds the memory empty entries (2 bytes on the wire each) take.
-        if (strings_.size() >= limits_.max_message_bytes / sizeof(std::string)) {
-          return absl::InvalidArgumentError(
-              absl::StrCat("tensor has more than ", strings_.size(), " string_val entries"));
-        }
+        PSFLOW_RETURN_IF_ERROR(budget_.charge(DecodeBudget::string_bytes(field.length)));
         PSFLOW_RETURN_IF_ERROR(stream.read_bytes(field, &strings_.emplace_back()));
         ++fields_.string_count;
         break;

@@ -31,8 +31,10 @@ void write_tensor_proto(const Tensor& tensor, ByteBufferWriter& out);
 // Thread-safety: not thread-safe; one per field being read.
 class TensorProtoReader {
  public:
-  // `limits` must outlive the reader.
-  explicit TensorProtoReader(const CodecLimits& limits) : limits_(limits) {}
+  // `limits` and `budget` (the memory the whole message may take once
+  // decoded, shared by its readers) must outlive the reader.
+  TensorProtoReader(const CodecLimits& limits, DecodeBudget& budget)
+      : limits_(limits), budget_(budget) {}
 
   // Reads one occurrence; `field` is the length-delimited field just read
   // by stream.next().
@@ -43,6 +45,7 @@ class TensorProtoReader {
 
  private:
   const CodecLimits& limits_;
+  DecodeBudget& budget_;
   bool present_ = false;
   internal::TensorFields fields_;
   std::shared_ptr<TensorBuffer> content_;

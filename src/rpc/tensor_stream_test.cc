@@ -68,7 +68,8 @@ absl::StatusOr<Tensor> read_back(const std::vector<std::string>& bodies, size_t 
   grpc::ProtoBufferReader reader(&buffer);
   google::protobuf::io::CodedInputStream in(&reader);
   WireStream stream(&in, message.size(), "Outer");
-  TensorProtoReader tensor(limits);
+  DecodeBudget budget(message.size(), limits);
+  TensorProtoReader tensor(limits, budget);
   WireStream::Field field;
   while (!stream.at_end()) {
     absl::Status s = stream.next(&field);

@@ -2,12 +2,15 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <future>
 #include <memory>
+#include <optional>
+#include <string_view>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -265,6 +268,106 @@ TEST(ServerTest, RejectsResultCacheBoundsOutOfRange) {
   server = Server::create(one_ps_one_worker("127.0.0.1:0", "127.0.0.1:0"), "worker", 0, huge);
   EXPECT_EQ(server.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(server.status().message()), HasSubstr("result cache bytes"));
+}
+
+// Connects to 127.0.0.1:`port`, sends `bytes` and then nothing (reading
+// whatever the server sends): how long until the server closed the
+// connection, or nullopt when it was still open after `limit`.
+std::optional<absl::Duration> time_until_closed(int port, std::string_view bytes,
+                                                absl::Duration limit) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  const absl::Time start = absl::Now();
+  std::optional<absl::Duration> closed;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+      (bytes.empty() || ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL) ==
+                            static_cast<ssize_t>(bytes.size()))) {
+    while (!closed.has_value()) {
+      const absl::Duration left = limit - (absl::Now() - start);
+      if (left <= absl::ZeroDuration()) break;
+      pollfd p{fd, POLLIN, 0};
+      if (::poll(&p, 1, static_cast<int>(absl::ToInt64Milliseconds(left)) + 1) <= 0) continue;
+      char buffer[4096];
+      if (::recv(fd, buffer, sizeof(buffer), 0) <= 0) closed = absl::Now() - start;
+    }
+  }
+  ::close(fd);
+  return closed;
+}
+
+std::unique_ptr<Server> started_worker(const ServerOptions& options) {
+  absl::StatusOr<std::unique_ptr<Server>> server =
+      Server::create(one_ps_one_worker("127.0.0.1:1", "127.0.0.1:0"), "worker", 0, options);
+  EXPECT_TRUE(server.ok()) << server.status();
+  if (!server.ok()) return nullptr;
+  EXPECT_TRUE((*server)->start().ok());
+  return *std::move(server);
+}
+
+int port_of(const Server& server) {
+  absl::StatusOr<HostPort> target = parse_host_port(server.target());
+  return target.ok() ? target->port : 0;
+}
+
+// The HTTP/2 client preface and an empty SETTINGS frame: a handshake done,
+// after which this client answers nothing (no SETTINGS or PING acks).
+constexpr std::string_view kPreface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+const std::string kPrefaceAndSettings =
+    std::string(kPreface) + std::string("\0\0\0\x04\0\0\0\0\0", 9);
+
+TEST(ServerConnectionBoundsTest, SilentAndHalfHandshakeClientsAreDisconnected) {
+  ServerOptions options;
+  options.handshake_timeout = absl::Milliseconds(300);
+  std::unique_ptr<Server> server = started_worker(options);
+  ASSERT_NE(server, nullptr);
+  const int port = port_of(*server);
+  for (std::string_view sent : {std::string_view(), kPreface.substr(0, 10)}) {
+    std::optional<absl::Duration> closed = time_until_closed(port, sent, absl::Seconds(10));
+    ASSERT_TRUE(closed.has_value()) << "sent " << sent.size() << " bytes";
+    EXPECT_GE(*closed, absl::Milliseconds(200));
+  }
+  // The server still serves.
+  EXPECT_TRUE(get_status(server->target(), "worker", 0, absl::Now() + kCallTimeout).ok());
+}
+
+TEST(ServerConnectionBoundsTest, HalfOpenConnectionIsClosedByKeepalive) {
+  ServerOptions options;
+  options.keepalive_time = absl::Milliseconds(200);
+  options.keepalive_timeout = absl::Milliseconds(200);
+  std::unique_ptr<Server> server = started_worker(options);
+  ASSERT_NE(server, nullptr);
+  std::optional<absl::Duration> closed =
+      time_until_closed(port_of(*server), kPrefaceAndSettings, absl::Seconds(10));
+  ASSERT_TRUE(closed.has_value());
+  EXPECT_GE(*closed, absl::Milliseconds(200));
+}
+
+TEST(ServerConnectionBoundsTest, IdleConnectionIsClosedAndClientsReconnect) {
+  ServerOptions options;
+  options.max_connection_idle = absl::Milliseconds(300);
+  std::unique_ptr<Server> server = started_worker(options);
+  ASSERT_NE(server, nullptr);
+  std::optional<absl::Duration> closed =
+      time_until_closed(port_of(*server), kPrefaceAndSettings, absl::Seconds(10));
+  ASSERT_TRUE(closed.has_value());
+  // A gRPC client whose connection went idle reconnects on its next call.
+  std::shared_ptr<grpc::Channel> channel = create_channel(server->target());
+  ASSERT_TRUE(get_status(channel, server->target(), "worker", 0, absl::Now() + kCallTimeout).ok());
+  EXPECT_TRUE(channel->WaitForStateChange(GRPC_CHANNEL_READY,
+                                          absl::ToChronoTime(absl::Now() + absl::Seconds(10))));
+  EXPECT_TRUE(get_status(channel, server->target(), "worker", 0, absl::Now() + kCallTimeout).ok());
+}
+
+TEST(ServerConnectionBoundsTest, RejectsNonPositiveDurations) {
+  ServerOptions options;
+  options.keepalive_timeout = absl::ZeroDuration();
+  absl::StatusOr<std::unique_ptr<Server>> server =
+      Server::create(one_ps_one_worker("127.0.0.1:1", "127.0.0.1:0"), "worker", 0, options);
+  EXPECT_EQ(server.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(server.status().message()), HasSubstr("keepalive_timeout"));
 }
 
 }  // namespace

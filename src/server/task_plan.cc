@@ -1,6 +1,10 @@
 #include "server/task_plan.h"
 
+#include <string_view>
+#include <utility>
+
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "base/strings.h"
 #include "psflow/status_macros.h"
 
@@ -25,6 +29,28 @@ absl::StatusOr<TaskPlan> plan_task(const ClusterSpec& spec, std::string_view job
   PSFLOW_ASSIGN_OR_RETURN(plan.address, parse_host_port(*address));
   if (options.max_message_bytes <= 0) {
     return absl::InvalidArgumentError("ServerOptions::max_message_bytes must be positive");
+  }
+  for (const auto& [name, value] :
+       {std::pair<std::string_view, absl::Duration>{"handshake_timeout", options.handshake_timeout},
+        {"keepalive_time", options.keepalive_time},
+        {"keepalive_timeout", options.keepalive_timeout},
+        {"max_connection_idle", options.max_connection_idle},
+        {"max_connection_age", options.max_connection_age}}) {
+    if (value < absl::Milliseconds(1)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("ServerOptions::", av(name), " is ", absl::FormatDuration(value),
+                       "; it must be at least 1ms (infinite turns max_connection_age off)"));
+    }
+  }
+  if (options.max_buffered_bytes < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("ServerOptions::max_buffered_bytes is ", options.max_buffered_bytes,
+                     "; use 0 for the default (2 x max_message_bytes + 256 MiB) or a positive "
+                     "number of bytes"));
+  }
+  if (options.max_value_bytes < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "ServerOptions::max_value_bytes is ", options.max_value_bytes, "; it must be at least 1"));
   }
   if (options.result_cache_entries < 0 || options.result_cache_entries > kMaxResultCacheEntries) {
     return absl::InvalidArgumentError(absl::StrCat(

@@ -1,9 +1,12 @@
 // psflow::Server: the gRPC server of one ps or worker task.
 #include <grpcpp/health_check_service_interface.h>
+#include <grpcpp/resource_quota.h>
 #include <grpcpp/security/server_credentials.h>
 #include <grpcpp/server.h>
 #include <grpcpp/server_builder.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -24,6 +27,7 @@
 #include "rpc/allocator_tuning.h"
 #include "rpc/bind_diagnosis.h"
 #include "rpc/channel.h"
+#include "rpc/library_logging.h"
 #include "rpc/task_status.h"
 #include "rpc/transport_credentials.h"
 #include "server/task_plan.h"
@@ -64,6 +68,7 @@ ExecutorServiceOptions executor_options(const ClusterSpec& spec, int index,
   out.max_message_bytes = static_cast<size_t>(options.max_message_bytes);
   out.result_cache_entries = static_cast<size_t>(options.result_cache_entries);
   out.result_cache_bytes = static_cast<size_t>(options.result_cache_bytes);
+  out.max_value_bytes = static_cast<size_t>(options.max_value_bytes);
   std::vector<std::shared_ptr<VariableClient>> ps_clients;
   for (int ps : spec.task_indices(kPsJob)) {
     absl::StatusOr<std::string> address = spec.task_address(kPsJob, ps);
@@ -72,6 +77,33 @@ ExecutorServiceOptions executor_options(const ClusterSpec& spec, int index,
   }
   if (!ps_clients.empty()) out.variables = ps_client_lookup(std::move(ps_clients));
   return out;
+}
+
+int to_millis(absl::Duration d) {
+  return static_cast<int>(std::min<int64_t>(absl::ToInt64Milliseconds(d), INT32_MAX));
+}
+
+// Closes silent, half-open and idle connections (see ServerOptions).
+void add_connection_bounds(grpc::ServerBuilder& builder, const ServerOptions& options) {
+  builder.AddChannelArgument(GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS,
+                             to_millis(options.handshake_timeout));
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, to_millis(options.keepalive_time));
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, to_millis(options.keepalive_timeout));
+  // Keep pinging a connection that carries no data: that is the one that
+  // may be half-open.
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_IDLE_MS,
+                             to_millis(options.max_connection_idle));
+  if (options.max_connection_age != absl::InfiniteDuration()) {
+    builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_MS,
+                               to_millis(options.max_connection_age));
+  }
+}
+
+// ServerOptions::max_buffered_bytes, its default resolved.
+int64_t buffered_bytes_bound(const ServerOptions& options) {
+  if (options.max_buffered_bytes > 0) return options.max_buffered_bytes;
+  return 2 * static_cast<int64_t>(options.max_message_bytes) + (int64_t{256} << 20);
 }
 
 void enable_health_service_once() {
@@ -114,6 +146,7 @@ class TaskServer final : public Server {
           absl::StrCat("server for ", name_, " was already started or stopped"));
     }
     enable_health_service_once();
+    internal::route_library_logs();
     tune_allocator_for_transfers();
     // Tried first with a throw-away socket: a port in use then gives one
     // line naming the address and the fix, not gRPC's log of the failed
@@ -138,6 +171,10 @@ class TaskServer final : public Server {
     builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
     builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS,
                                static_cast<int>(absl::ToInt64Milliseconds(kMinPingInterval)));
+    add_connection_bounds(builder, options_);
+    grpc::ResourceQuota quota(absl::StrCat(name_, " buffers"));
+    quota.Resize(static_cast<size_t>(buffered_bytes_bound(options_)));
+    builder.SetResourceQuota(quota);
     std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
     if (server == nullptr || selected_port == 0) {
       if (server != nullptr) server->Shutdown();

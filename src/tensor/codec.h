@@ -42,6 +42,15 @@ struct CodecLimits {
   int max_depth = 64;
   // Highest tensor rank.
   int max_rank = 32;
+  // Memory a decoded value may take: at most max_expansion times the size
+  // of its encoding, plus expansion_floor_bytes. Tiny elements cost far
+  // more in memory than on the wire (an empty string: 2 bytes sent, 32
+  // held; an empty tuple: 2 sent, a Structure held), so without this a
+  // small message could pin gigabytes. Charged as decoding goes, before
+  // the memory is taken; beyond it decoding is INVALID_ARGUMENT naming the
+  // bound. Numeric tensors and long strings stay within 1x.
+  size_t max_expansion = 8;
+  size_t expansion_floor_bytes = size_t{16} << 20;
 };
 
 // Size of the encoding, without producing it.

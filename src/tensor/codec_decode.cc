@@ -70,8 +70,10 @@ absl::Status check_empty_message(const Segments& segments) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<Tensor> decode_tensor_segments(const Segments& segments, const CodecLimits& limits) {
+absl::StatusOr<Tensor> decode_tensor_segments(const Segments& segments, const CodecLimits& limits,
+                                              DecodeBudget& budget) {
   internal::TensorFields fields;
+  size_t string_bytes = 0;
   std::string_view content;
   auto add_dim = [&](uint64_t d) { return internal::add_dim(d, limits, &fields); };
   for (const std::string_view segment : segments) {
@@ -101,6 +103,7 @@ absl::StatusOr<Tensor> decode_tensor_segments(const Segments& segments, const Co
         case kTensorStringVal:
           PSFLOW_RETURN_IF_ERROR(reader.expect(field, "string_val", WireType::kLengthDelimited));
           ++fields.string_count;
+          string_bytes += DecodeBudget::string_bytes(field.bytes.size());
           break;
         default: break;  // Unknown field, already skipped.
       }
@@ -109,6 +112,8 @@ absl::StatusOr<Tensor> decode_tensor_segments(const Segments& segments, const Co
   fields.content_bytes = content.size();
   PSFLOW_ASSIGN_OR_RETURN(const int64_t n, internal::validate_tensor_fields(fields, limits));
   const auto dtype = static_cast<DType>(fields.dtype);
+  PSFLOW_RETURN_IF_ERROR(budget.charge(DecodeBudget::kTensorBytes +
+                                       (dtype == DType::kString ? string_bytes : content.size())));
   if (dtype == DType::kString) {
     std::vector<std::string> strings;
     strings.reserve(static_cast<size_t>(n));
@@ -137,9 +142,11 @@ absl::StatusOr<Tensor> decode_tensor_segments(const Segments& segments, const Co
 // Thread-safety: not thread-safe; one per decode call.
 class StructureDecoder {
  public:
-  explicit StructureDecoder(const CodecLimits& limits) : limits_(limits) {}
+  StructureDecoder(const CodecLimits& limits, size_t wire_bytes)
+      : limits_(limits), budget_(wire_bytes, limits) {}
 
   absl::StatusOr<Structure> decode_root(std::string_view bytes) {
+    PSFLOW_RETURN_IF_ERROR(budget_.charge(DecodeBudget::kNodeBytes));
     absl::StatusOr<Structure> result = decode(Segments{bytes}, 0);
     if (!result.ok()) return path_.annotate(result.status());
     return result;
@@ -201,13 +208,15 @@ class StructureDecoder {
         PSFLOW_RETURN_IF_ERROR(check_empty_message(message));
         return Structure::none();
       case kStructTensor: {
-        PSFLOW_ASSIGN_OR_RETURN(Tensor t, decode_tensor_segments(message, limits_));
+        PSFLOW_ASSIGN_OR_RETURN(Tensor t, decode_tensor_segments(message, limits_, budget_));
         return Structure(std::move(t));
       }
       case kStructInt: return Structure(static_cast<int64_t>(scalar));
       case kStructFloat: return Structure(std::bit_cast<double>(scalar));
       case kStructBool: return Structure(scalar != 0);
-      case kStructString: return Structure(std::string(bytes));
+      case kStructString:
+        PSFLOW_RETURN_IF_ERROR(budget_.charge(DecodeBudget::string_bytes(bytes.size())));
+        return Structure(std::string(bytes));
       case kStructTuple:
       case kStructList: {
         if (level >= limits_.max_depth) return internal::depth_error(limits_);
@@ -229,6 +238,8 @@ class StructureDecoder {
     Segments views;
     PSFLOW_RETURN_IF_ERROR(
         collect_repeated(segments, "StructureList", kListItems, "items", &views));
+    // The elements are charged before the vector that holds them is made.
+    PSFLOW_RETURN_IF_ERROR(budget_.charge(views.size() * DecodeBudget::kNodeBytes));
     Structure::Items items;
     items.reserve(views.size());
     for (size_t i = 0; i < views.size(); ++i) {
@@ -267,6 +278,9 @@ class StructureDecoder {
         internal::append_python_string(&shown, key);
         return absl::InvalidArgumentError(absl::StrCat("duplicate dict key ", shown));
       }
+      PSFLOW_RETURN_IF_ERROR(budget_.charge(DecodeBudget::kDictEntryBytes +
+                                            DecodeBudget::kNodeBytes +
+                                            DecodeBudget::string_bytes(key.size())));
       path_.push_key(key);
       PSFLOW_ASSIGN_OR_RETURN(Structure item, decode(value, level + 1));
       fields.emplace(std::string(key), std::move(item));
@@ -276,6 +290,7 @@ class StructureDecoder {
   }
 
   const CodecLimits& limits_;
+  DecodeBudget budget_;
   DecodePath path_;
 };
 
@@ -283,12 +298,13 @@ class StructureDecoder {
 
 absl::StatusOr<Tensor> decode_tensor(std::string_view bytes, const CodecLimits& limits) {
   PSFLOW_RETURN_IF_ERROR(check_message_size(bytes.size(), limits));
-  return decode_tensor_segments(Segments{bytes}, limits);
+  DecodeBudget budget(bytes.size(), limits);
+  return decode_tensor_segments(Segments{bytes}, limits, budget);
 }
 
 absl::StatusOr<Structure> decode_structure(std::string_view bytes, const CodecLimits& limits) {
   PSFLOW_RETURN_IF_ERROR(check_message_size(bytes.size(), limits));
-  return StructureDecoder(limits).decode_root(bytes);
+  return StructureDecoder(limits, bytes.size()).decode_root(bytes);
 }
 
 }  // namespace psflow::internal

@@ -19,6 +19,28 @@ absl::Status depth_error(const CodecLimits& limits) {
       absl::StrCat("structure is nested deeper than max_depth ", limits.max_depth));
 }
 
+DecodeBudget::DecodeBudget(size_t wire_bytes, const CodecLimits& limits)
+    : wire_bytes_(wire_bytes),
+      max_expansion_(limits.max_expansion),
+      floor_(limits.expansion_floor_bytes) {
+  const size_t cap = std::numeric_limits<size_t>::max();
+  const size_t scaled =
+      max_expansion_ != 0 && wire_bytes > cap / max_expansion_ ? cap : wire_bytes * max_expansion_;
+  limit_ = scaled > cap - floor_ ? cap : scaled + floor_;
+}
+
+absl::Status DecodeBudget::charge(size_t bytes) {
+  used_ = bytes > std::numeric_limits<size_t>::max() - used_ ? std::numeric_limits<size_t>::max()
+                                                             : used_ + bytes;
+  if (used_ <= limit_) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "the decoded value would take more than ", limit_, " bytes of memory, the bound for a ",
+      wire_bytes_, "-byte message (CodecLimits: max_expansion ", max_expansion_,
+      " x its size + expansion_floor_bytes ", floor_,
+      "): it has too many tiny elements (empty strings, empty structures, scalars); send such "
+      "data as one numeric tensor, or split it over several messages"));
+}
+
 absl::StatusOr<int64_t> validate_tensor_fields(const TensorFields& fields,
                                                const CodecLimits& limits) {
   if (fields.dtype == 0) {

@@ -10,6 +10,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "psflow/structure.h"
 #include "psflow/tensor.h"
 #include "tensor/codec.h"
 
@@ -70,6 +71,38 @@ struct TensorFields {
 // Dict keys are proto3 `string` fields, which must be UTF-8.
 [[nodiscard]] absl::Status validate_key(std::string_view key);
 [[nodiscard]] absl::Status depth_error(const CodecLimits& limits);
+
+// The memory a decode may take (CodecLimits::max_expansion), charged in
+// the model below before the memory is allocated.
+// Thread-safety: not thread-safe; one per decode call.
+class DecodeBudget {
+ public:
+  // Held per structure node, per tensor, per string, per dict entry.
+  static constexpr size_t kNodeBytes = sizeof(Structure);
+  static constexpr size_t kTensorBytes = 128;
+  static constexpr size_t kDictEntryBytes = 64;
+  // What a std::string of `length` bytes holds (inline up to 15 bytes).
+  static constexpr size_t string_bytes(size_t length) {
+    return sizeof(std::string) + (length > 15 ? length + 1 : 0);
+  }
+
+  DecodeBudget(size_t wire_bytes, const CodecLimits& limits);
+  // INVALID_ARGUMENT once the total charged exceeds the bound.
+  [[nodiscard]] absl::Status charge(size_t bytes);
+  [[nodiscard]] size_t used() const { return used_; }
+
+ private:
+  size_t wire_bytes_;
+  size_t limit_;
+  size_t max_expansion_;
+  size_t floor_;
+  size_t used_ = 0;
+};
+
+// As tensor_from_proto, charging `budget`.
+[[nodiscard]] absl::StatusOr<Tensor> tensor_from_proto(v1::TensorProto* proto,
+                                                       const CodecLimits& limits,
+                                                       DecodeBudget& budget);
 
 // Where in a structure decoding is, so that errors can say "at [1]['v']".
 // Thread-safety: not thread-safe; one per decode call.

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/stubs/logging.h"
 #include "gtest/gtest.h"
@@ -22,6 +23,11 @@ constexpr DType kAllDTypes[] = {DType::kFloat32, DType::kFloat64, DType::kInt32,
                                 DType::kUInt8,   DType::kBool,    DType::kString};
 
 std::string message_of(const absl::Status& status) { return std::string(status.message()); }
+
+Structure ok_decoded(const absl::StatusOr<Structure>& s) {
+  EXPECT_TRUE(s.ok()) << s.status();
+  return s.ok() ? *s : Structure();
+}
 
 // A [2, 3] tensor of `dtype` with distinct, awkward values (negatives,
 // extremes, embedded NULs) so that any byte slip shows.
@@ -651,6 +657,43 @@ TEST(CodecFuzzTest, RandomMultiByteMutations) {
     check_tensor_decodes_cleanly(bytes);
     if (HasFatalFailure()) return;
   }
+}
+
+// Tiny elements cost far more held than sent: the decoded value is bounded
+// by a multiple of the message's size (CodecLimits::max_expansion), on
+// both decoding paths, while payload-heavy values decode.
+TEST(CodecBoundsTest, DecodedMemoryIsBoundedByAMultipleOfTheWireSize) {
+  CodecLimits limits;
+  limits.expansion_floor_bytes = 0;
+  Structure::Items empties(2000, Structure::tuple({}));
+  const Structure many_empty = Structure::list(std::move(empties));
+  Tensor empty_strings = Tensor::from_strings(std::vector<std::string>(2000, ""), {2000});
+  const Structure strings{empty_strings};
+  for (const Structure& value : {many_empty, strings}) {
+    const std::string wire = encode_structure(value);
+    absl::StatusOr<Structure> decoded = decode_structure(wire, limits);
+    EXPECT_EQ(decoded.status().code(), absl::StatusCode::kInvalidArgument) << decoded.status();
+    EXPECT_THAT(message_of(decoded.status()), HasSubstr("max_expansion 8"));
+    EXPECT_THAT(message_of(decoded.status()), HasSubstr(absl::StrCat(wire.size(), "-byte")));
+    v1::StructureProto proto;
+    ASSERT_TRUE(proto.ParseFromString(wire));
+    absl::StatusOr<Structure> converted = structure_from_proto(&proto, limits);
+    EXPECT_EQ(converted.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(message_of(converted.status()), HasSubstr("max_expansion"));
+    // Within the default floor, small values like these decode.
+    EXPECT_EQ(ok_decoded(decode_structure(wire)), value);
+  }
+  // Payload-heavy values are within 1x.
+  const Structure payload = Structure::tuple(
+      {Structure(sample(DType::kFloat32, {64, 64})),
+       Structure(Tensor::from_strings(std::vector<std::string>(100, std::string(40, 'w')), {100})),
+       Structure(std::string(1000, 's'))});
+  const std::string wire = encode_structure(payload);
+  absl::StatusOr<Structure> decoded = decode_structure(wire, limits);
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  EXPECT_EQ(*decoded, payload);
+  absl::StatusOr<Tensor> tensor = decode_tensor(encode_tensor(empty_strings), limits);
+  EXPECT_EQ(tensor.status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

@@ -21,9 +21,11 @@ using internal::DecodePath;
 // at the failing node. Thread-safety: not thread-safe; one per call.
 class ProtoConverter {
  public:
-  explicit ProtoConverter(const CodecLimits& limits) : limits_(limits) {}
+  ProtoConverter(const CodecLimits& limits, size_t wire_bytes)
+      : limits_(limits), budget_(wire_bytes, limits) {}
 
   absl::StatusOr<Structure> convert_root(v1::StructureProto* proto) {
+    PSFLOW_RETURN_IF_ERROR(budget_.charge(DecodeBudget::kNodeBytes));
     absl::StatusOr<Structure> result = convert(proto, 0);
     if (!result.ok()) return path_.annotate(result.status());
     return result;
@@ -34,7 +36,8 @@ class ProtoConverter {
     switch (proto->kind_case()) {
       case v1::StructureProto::kNone: return Structure::none();
       case v1::StructureProto::kTensor: {
-        PSFLOW_ASSIGN_OR_RETURN(Tensor t, tensor_from_proto(proto->mutable_tensor(), limits_));
+        PSFLOW_ASSIGN_OR_RETURN(Tensor t,
+                                tensor_from_proto(proto->mutable_tensor(), limits_, budget_));
         return Structure(std::move(t));
       }
       case v1::StructureProto::kIntValue:
@@ -42,12 +45,16 @@ class ProtoConverter {
       case v1::StructureProto::kFloatValue: return Structure(proto->float_value());
       case v1::StructureProto::kBoolValue: return Structure(proto->bool_value());
       case v1::StructureProto::kStringValue:
+        PSFLOW_RETURN_IF_ERROR(
+            budget_.charge(DecodeBudget::string_bytes(proto->string_value().size())));
         return Structure(std::move(*proto->mutable_string_value()));
       case v1::StructureProto::kTuple:
       case v1::StructureProto::kList: {
         if (level >= limits_.max_depth) return internal::depth_error(limits_);
         const bool tuple = proto->kind_case() == v1::StructureProto::kTuple;
         v1::StructureList* list = tuple ? proto->mutable_tuple() : proto->mutable_list();
+        PSFLOW_RETURN_IF_ERROR(
+            budget_.charge(static_cast<size_t>(list->items_size()) * DecodeBudget::kNodeBytes));
         Structure::Items items;
         items.reserve(static_cast<size_t>(list->items_size()));
         for (int i = 0; i < list->items_size(); ++i) {
@@ -68,6 +75,9 @@ class ProtoConverter {
             internal::append_python_string(&shown, field.key());
             return absl::InvalidArgumentError(absl::StrCat("duplicate dict key ", shown));
           }
+          PSFLOW_RETURN_IF_ERROR(budget_.charge(DecodeBudget::kDictEntryBytes +
+                                                DecodeBudget::kNodeBytes +
+                                                DecodeBudget::string_bytes(field.key().size())));
           path_.push_key(field.key());
           PSFLOW_ASSIGN_OR_RETURN(Structure value, convert(field.mutable_value(), level + 1));
           fields.emplace(field.key(), std::move(value));
@@ -83,12 +93,19 @@ class ProtoConverter {
   }
 
   const CodecLimits& limits_;
+  DecodeBudget budget_;
   DecodePath path_;
 };
 
 }  // namespace
 
 absl::StatusOr<Tensor> tensor_from_proto(v1::TensorProto* proto, const CodecLimits& limits) {
+  DecodeBudget budget(proto->ByteSizeLong(), limits);
+  return tensor_from_proto(proto, limits, budget);
+}
+
+absl::StatusOr<Tensor> tensor_from_proto(v1::TensorProto* proto, const CodecLimits& limits,
+                                         DecodeBudget& budget) {
   if (proto->shape_size() > limits.max_rank) {
     return internal::rank_error(limits);
   }
@@ -99,6 +116,11 @@ absl::StatusOr<Tensor> tensor_from_proto(v1::TensorProto* proto, const CodecLimi
   fields.string_count = proto->string_val_size();
   PSFLOW_ASSIGN_OR_RETURN(const int64_t n, internal::validate_tensor_fields(fields, limits));
   const auto dtype = static_cast<DType>(fields.dtype);
+  size_t held = DecodeBudget::kTensorBytes + fields.content_bytes;
+  if (dtype == DType::kString) {
+    for (const std::string& s : proto->string_val()) held += DecodeBudget::string_bytes(s.size());
+  }
+  PSFLOW_RETURN_IF_ERROR(budget.charge(held));
   if (dtype == DType::kString) {
     std::vector<std::string> strings;
     strings.reserve(static_cast<size_t>(n));
@@ -145,7 +167,7 @@ void tensor_to_proto(const Tensor& tensor, v1::TensorProto* proto) {
 
 absl::StatusOr<Structure> structure_from_proto(v1::StructureProto* proto,
                                                const CodecLimits& limits) {
-  return ProtoConverter(limits).convert_root(proto);
+  return ProtoConverter(limits, proto->ByteSizeLong()).convert_root(proto);
 }
 
 void structure_to_proto(const Structure& structure, v1::StructureProto* proto) {

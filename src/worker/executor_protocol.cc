@@ -12,8 +12,11 @@
 #include <utility>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "rpc/grpc_status.h"
+#include "rpc/parsed_call.h"
 #include "tensor/wire.h"
 #include "worker/executor_service.h"
 
@@ -47,16 +50,70 @@ grpc::ServerUnaryReactor* finish(grpc::CallbackServerContext* context, const abs
   return reactor;
 }
 
-// Finishes with the new value's id, or the error.
+// The reactor of a Create* call. A value created for a call the client
+// gave up on (deadline, cancellation) is disposed: nobody holds its id, so
+// it could never be freed. The call is checked before creating (the
+// handler), after creating (finish) and, when the cancellation arrives
+// while the id is on its way, by OnCancel.
+// Thread-safety: finish() and OnCancel() may race; mu_ orders them.
+class CreateReactor final : public grpc::ServerUnaryReactor {
+ public:
+  CreateReactor(grpc::CallbackServerContext* context, ValueGraph* values, std::string owner)
+      : context_(context), values_(values), owner_(std::move(owner)) {}
+
+  // Finishes with the new value's id, or the error.
+  template <typename Response>
+  void finish(const absl::StatusOr<std::string>& id, grpc::ByteBuffer* response)
+      ABSL_LOCKS_EXCLUDED(mu_) {
+    if (!id.ok()) {
+      Finish(to_grpc_status(id.status()));
+      return;
+    }
+    {
+      absl::MutexLock lock(&mu_);
+      if (!cancelled_ && !context_->IsCancelled()) {
+        id_ = *id;
+        Response message;
+        message.mutable_value_ref()->set_id(*id);
+        serialize(message, response);
+        Finish(grpc::Status::OK);
+        return;
+      }
+      cancelled_ = true;
+    }
+    (void)values_->dispose(owner_, {*id});
+    Finish(grpc::Status(grpc::StatusCode::CANCELLED,
+                        "the call was cancelled; the value it created was disposed"));
+  }
+
+  void OnCancel() override ABSL_LOCKS_EXCLUDED(mu_) {
+    std::string id;
+    {
+      absl::MutexLock lock(&mu_);
+      if (cancelled_) return;
+      cancelled_ = true;
+      id = std::move(id_);
+    }
+    if (!id.empty()) (void)values_->dispose(owner_, {id});
+  }
+  void OnDone() override { delete this; }
+
+ private:
+  grpc::CallbackServerContext* const context_;
+  ValueGraph* const values_;
+  const std::string owner_;  // The client that created the value.
+  absl::Mutex mu_;
+  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
+  std::string id_ ABSL_GUARDED_BY(mu_);  // The id sent, until the call is done.
+};
+
 template <typename Response>
-grpc::ServerUnaryReactor* finish_with_id(grpc::CallbackServerContext* context,
-                                         const absl::StatusOr<std::string>& id,
+grpc::ServerUnaryReactor* finish_with_id(grpc::CallbackServerContext* context, ValueGraph& values,
+                                         std::string owner, const absl::StatusOr<std::string>& id,
                                          grpc::ByteBuffer* response) {
-  if (!id.ok()) return finish(context, id.status());
-  Response message;
-  message.mutable_value_ref()->set_id(*id);
-  serialize(message, response);
-  return finish(context, absl::OkStatus());
+  auto* reactor = new CreateReactor(context, &values, std::move(owner));
+  reactor->finish<Response>(id, response);
+  return reactor;
 }
 
 // A ComputeResponse holding `value`, whose encoded_size() is `size`: the
@@ -166,6 +223,11 @@ grpc::ServerUnaryReactor* ExecutorServiceImpl::CreateValue(grpc::CallbackServerC
   const std::string owner = caller->owner();
   v1::CreateValueRequest message;
   if (absl::Status s = parse(*request, &message); !s.ok()) return finish(context, s);
+  // Decoding a large structure takes a while: not for a client gone.
+  if (context->IsCancelled()) {
+    return finish(context, absl::CancelledError("CreateValue was cancelled before it created"));
+  }
+  if (options_.before_create_for_testing) options_.before_create_for_testing(*context);
   absl::StatusOr<std::string> id;
   switch (message.value_case()) {
     case v1::CreateValueRequest::kStructure: {
@@ -191,7 +253,7 @@ grpc::ServerUnaryReactor* ExecutorServiceImpl::CreateValue(grpc::CallbackServerC
           "function registered in the worker's binary)");
       break;
   }
-  return finish_with_id<v1::CreateValueResponse>(context, id, response);
+  return finish_with_id<v1::CreateValueResponse>(context, values_, owner, id, response);
 }
 
 grpc::ServerUnaryReactor* ExecutorServiceImpl::CreateCall(grpc::CallbackServerContext* context,
@@ -231,7 +293,7 @@ grpc::ServerUnaryReactor* ExecutorServiceImpl::CreateCall(grpc::CallbackServerCo
       });
     });
   }
-  return finish_with_id<v1::CreateCallResponse>(context, id, response);
+  return finish_with_id<v1::CreateCallResponse>(context, values_, caller->owner(), id, response);
 }
 
 grpc::ServerUnaryReactor* ExecutorServiceImpl::CreateStruct(grpc::CallbackServerContext* context,
@@ -253,7 +315,8 @@ grpc::ServerUnaryReactor* ExecutorServiceImpl::CreateStruct(grpc::CallbackServer
                         std::move(*element->mutable_value_ref()->mutable_id())});
   }
   return finish_with_id<v1::CreateStructResponse>(
-      context, values_.create_struct(caller->owner(), elements, message.list()), response);
+      context, values_, caller->owner(),
+      values_.create_struct(caller->owner(), elements, message.list()), response);
 }
 
 grpc::ServerUnaryReactor* ExecutorServiceImpl::CreateSelection(grpc::CallbackServerContext* context,
@@ -269,7 +332,7 @@ grpc::ServerUnaryReactor* ExecutorServiceImpl::CreateSelection(grpc::CallbackSer
                                              "select from"));
   }
   return finish_with_id<v1::CreateSelectionResponse>(
-      context,
+      context, values_, caller->owner(),
       values_.create_selection(caller->owner(), message.source_ref().id(), message.index()),
       response);
 }
@@ -313,13 +376,18 @@ grpc::ServerUnaryReactor* ExecutorServiceImpl::Dispose(grpc::CallbackServerConte
 }
 
 grpc::ServerUnaryReactor* ExecutorServiceImpl::GetExecutorStats(
-    grpc::CallbackServerContext* context, const v1::GetExecutorStatsRequest* request,
-    v1::GetExecutorStatsResponse* response) {
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* raw_request,
+    grpc::ByteBuffer* raw_response) {
   if (absl::StatusOr<PeerIdentity> caller =
           authorize_call(*context, Method::kWorkerGetExecutorStats);
       !caller.ok()) {
     return refuse(context, "GetExecutorStats", caller.status());
   }
+  grpc::ServerUnaryReactor* reactor = nullptr;
+  auto* call = parse_call<v1::GetExecutorStatsRequest, v1::GetExecutorStatsResponse>(
+      *raw_request, raw_response, &reactor);
+  if (call == nullptr) return reactor;
+  v1::GetExecutorStatsResponse* response = &call->response();
   const ValueGraphStats stats = values_.stats();
   response->set_live_values(stats.live_values);
   response->set_pending_values(stats.pending_values);
@@ -329,7 +397,8 @@ grpc::ServerUnaryReactor* ExecutorServiceImpl::GetExecutorStats(
   response->set_waiting_computes(stats.waiting_computes);
   fill_result_cache_stats(*response);
   fill_per_worker_stats(*response);
-  return finish(context, absl::OkStatus());
+  call->finish(grpc::Status::OK);
+  return reactor;
 }
 
 }  // namespace psflow::internal

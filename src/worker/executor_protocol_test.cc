@@ -5,6 +5,7 @@
 #include <grpcpp/server.h>
 #include <grpcpp/server_builder.h>
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -44,6 +45,7 @@ class ExecutorProtocolTest : public ::testing::Test {
     ExecutorServiceOptions options;
     options.registry = &registry_;
     options.max_live_values = max_live_values;
+    options.before_create_for_testing = before_create_;
     service_ = std::make_unique<ExecutorServiceImpl>(&status_, options);
     grpc::ServerBuilder builder;
     int port = 0;
@@ -83,7 +85,17 @@ class ExecutorProtocolTest : public ::testing::Test {
     return response;
   }
 
+  v1::GetExecutorStatsResponse raw_stats() {
+    auto stub = v1::ExecutorService::NewStub(create_channel(target_));
+    grpc::ClientContext context;
+    configure_context(context, absl::Now() + absl::Seconds(30));
+    v1::GetExecutorStatsResponse response;
+    EXPECT_TRUE(stub->GetExecutorStats(&context, v1::GetExecutorStatsRequest(), &response).ok());
+    return response;
+  }
+
   FunctionRegistry registry_;
+  std::function<void(grpc::CallbackServerContext&)> before_create_;
   absl::Notification release_;
   TaskStatus status_{"worker", 0};
   std::unique_ptr<ExecutorServiceImpl> service_;
@@ -163,6 +175,43 @@ TEST_F(ExecutorProtocolTest, ShutdownFinishesWaitingComputes) {
   ASSERT_TRUE(result.has_value());
   EXPECT_FALSE(result->ok());
   release_.Notify();
+}
+
+// A client that saw CANCELLED holds no id: the worker must not keep a value
+// it created for that call (nobody could ever dispose of it).
+TEST_F(ExecutorProtocolTest, CancelledCreateValueLeavesNoValue) {
+  absl::Notification entered;
+  absl::Notification client_done;
+  before_create_ = [&](grpc::CallbackServerContext& context) {
+    entered.Notify();
+    client_done.WaitForNotification();
+    // Until the cancellation has reached the worker (bounded).
+    for (int i = 0; i < 1000000 && !context.IsCancelled(); ++i) std::this_thread::yield();
+  };
+  start();
+  auto stub = v1::ExecutorService::NewStub(create_channel(target_));
+  grpc::ClientContext context;
+  configure_context(context, absl::Now() + absl::Seconds(30));
+  v1::CreateValueRequest request;
+  structure_to_proto(Structure(5), request.mutable_structure());
+  v1::CreateValueResponse response;
+  grpc::Status status;
+  std::thread caller([&] {
+    status = stub->CreateValue(&context, request, &response);
+    client_done.Notify();
+  });
+  entered.WaitForNotification();
+  context.TryCancel();
+  caller.join();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::CANCELLED) << status.error_message();
+  // Once the worker has created (and disposed) the value, none is live.
+  v1::GetExecutorStatsResponse stats = raw_stats();
+  for (int i = 0; i < 20000 && stats.values_created() == 0; ++i) {
+    std::this_thread::yield();
+    stats = raw_stats();
+  }
+  EXPECT_EQ(stats.values_created(), 1);
+  EXPECT_EQ(stats.live_values(), 0);
 }
 
 }  // namespace

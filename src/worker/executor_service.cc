@@ -7,8 +7,9 @@
 #include "absl/random/random.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
-#include "base/strings.h"
+#include "base/shown_text.h"
 #include "rpc/grpc_status.h"
+#include "rpc/parsed_call.h"
 #include "worker/function_runner.h"
 #include "worker/per_worker_objects.h"
 
@@ -16,9 +17,6 @@ namespace psflow::internal {
 namespace {
 
 int pool_size(int requested) { return std::max(1, requested); }
-
-// Most bytes of a function name an error echoes.
-constexpr size_t kMaxShownNameBytes = 64;
 
 }  // namespace
 
@@ -28,6 +26,7 @@ ExecutorServiceImpl::ExecutorServiceImpl(const TaskStatus* status, ExecutorServi
       registry_(options_.registry != nullptr ? *options_.registry : FunctionRegistry::global()),
       values_(ValueGraphOptions{
           .max_live_values = options_.max_live_values,
+          .max_value_bytes = options_.max_value_bytes,
           .id_prefix = absl::StrCat(absl::Hex(process_incarnation() & 0xffffffffu), "-"),
           .random_bytes = nullptr}),
       results_(ResultCacheOptions{.max_entries = options_.result_cache_entries,
@@ -44,13 +43,13 @@ ExecutorServiceImpl::~ExecutorServiceImpl() {
 }
 
 grpc::ServerUnaryReactor* ExecutorServiceImpl::GetStatus(grpc::CallbackServerContext* context,
-                                                         const v1::GetStatusRequest* request,
-                                                         v1::GetStatusResponse* response) {
+                                                         const grpc::ByteBuffer* raw_request,
+                                                         grpc::ByteBuffer* raw_response) {
   if (absl::StatusOr<PeerIdentity> caller = authorize_call(*context, Method::kWorkerGetStatus);
       !caller.ok()) {
     return refuse(context, "GetStatus", caller.status());
   }
-  return status_->answer(context, response);
+  return status_->answer(context, *raw_request, raw_response);
 }
 
 grpc::ServerUnaryReactor* ExecutorServiceImpl::refuse(grpc::CallbackServerContext* context,
@@ -69,23 +68,26 @@ absl::Status ExecutorServiceImpl::check_function(std::string_view name,
   if (may_list_function_names(caller)) return function.status();
   // The registry's message lists registered and similar names: only the
   // chief (or a local developer) may learn them.
-  std::string shown = absl::CHexEscape(av(name.substr(0, kMaxShownNameBytes)));
-  if (name.size() > kMaxShownNameBytes) absl::StrAppend(&shown, "...");
   return absl::NotFoundError(absl::StrCat(
-      "No function named '", shown,
+      "No function named '", shown_name(name),
       "' is registered in this worker's binary; the chief's copy of this error lists the "
       "registered names"));
 }
 
 grpc::ServerUnaryReactor* ExecutorServiceImpl::RunFunction(grpc::CallbackServerContext* context,
-                                                           const v1::RunFunctionRequest* request,
-                                                           v1::RunFunctionResponse* response) {
+                                                           const grpc::ByteBuffer* raw_request,
+                                                           grpc::ByteBuffer* raw_response) {
   absl::StatusOr<PeerIdentity> caller = authorize_call(*context, Method::kWorkerRunFunction);
   if (!caller.ok()) return refuse(context, "RunFunction", caller.status());
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  grpc::ServerUnaryReactor* reactor = nullptr;
+  auto* call = parse_call<v1::RunFunctionRequest, v1::RunFunctionResponse>(*raw_request,
+                                                                           raw_response, &reactor);
+  if (call == nullptr) return reactor;
+  const v1::RunFunctionRequest* request = &call->request();
+  v1::RunFunctionResponse* response = &call->response();
   if (request->function_name().empty()) {
-    reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                                 "RunFunction needs a function_name; got an empty one."));
+    call->finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                              "RunFunction needs a function_name; got an empty one."));
     return reactor;
   }
   // An unknown function fails like one that ran and failed (code in the
@@ -95,7 +97,7 @@ grpc::ServerUnaryReactor* ExecutorServiceImpl::RunFunction(grpc::CallbackServerC
     response->set_incarnation(process_incarnation());
     response->set_code(static_cast<int32_t>(known.code()));
     response->set_message(std::string(known.message()));
-    reactor->Finish(grpc::Status::OK);
+    call->finish(grpc::Status::OK);
     return reactor;
   }
   // Results are kept per client: another client naming the same session
@@ -107,10 +109,10 @@ grpc::ServerUnaryReactor* ExecutorServiceImpl::RunFunction(grpc::CallbackServerC
   absl::StatusOr<Structure> args = structure_from_proto(mutable_args, limits_);
   if (!args.ok()) {
     const absl::Status malformed = absl::InvalidArgumentError(
-        absl::StrCat("RunFunction '", request->function_name(), "' (closure ",
+        absl::StrCat("RunFunction '", shown_name(request->function_name()), "' (closure ",
                      request->closure_id(), "): malformed args: ", args.status().message()));
     status_->note_error("RunFunction", malformed);
-    reactor->Finish(to_grpc_status(malformed));
+    call->finish(to_grpc_status(malformed));
     return reactor;
   }
   if (request->input_refs_size() > 0) {
@@ -121,12 +123,12 @@ grpc::ServerUnaryReactor* ExecutorServiceImpl::RunFunction(grpc::CallbackServerC
     if (absl::IsNotFound(args.status())) {
       response->set_input_refs_missing(true);
       response->set_incarnation(process_incarnation());
-      reactor->Finish(grpc::Status::OK);
+      call->finish(grpc::Status::OK);
       return reactor;
     }
     if (!args.ok()) {
-      reactor->Finish(to_grpc_status(absl::InvalidArgumentError(
-          absl::StrCat("RunFunction '", request->function_name(), "' (closure ",
+      call->finish(to_grpc_status(absl::InvalidArgumentError(
+          absl::StrCat("RunFunction '", shown_name(request->function_name()), "' (closure ",
                        request->closure_id(), "): ", args.status().message()))));
       return reactor;
     }
@@ -140,14 +142,14 @@ grpc::ServerUnaryReactor* ExecutorServiceImpl::RunFunction(grpc::CallbackServerC
     absl::MutexLock lock(&mu_);
     running_[key] = cancelled;
   }
-  pool_.schedule([this, reactor, request, response, cancelled, result_session, key = std::move(key),
+  pool_.schedule([this, call, request, response, cancelled, result_session, key = std::move(key),
                   args = *std::move(args)]() mutable {
     run(key, request->session(), result_session, request->function_name(), std::move(args),
         cancelled, response, request->worker_recoveries(),
         // This process replaced the one the coordinator knew: a salt of
         // its own, so that rebuilt datasets take new orders.
         request->last_incarnation() != 0 && request->last_incarnation() != process_incarnation());
-    reactor->Finish(grpc::Status::OK);
+    call->finish(grpc::Status::OK);
   });
   return reactor;
 }
@@ -234,7 +236,8 @@ void ExecutorServiceImpl::run(const RunningKey& key, uint64_t session, uint64_t 
                                              response->output().ByteSizeLong()));
     }
   } else {
-    status_->note_error(absl::StrCat("RunFunction '", function_name, "'"), output.status());
+    status_->note_error(absl::StrCat("RunFunction '", shown_name(function_name), "'"),
+                        output.status());
     response->set_code(static_cast<int32_t>(output.status().code()));
     response->set_message(std::string(output.status().message()));
     response->set_input_error(is_per_worker_input_error(output.status()));
@@ -256,11 +259,17 @@ absl::StatusOr<Structure> ExecutorServiceImpl::invoke(uint64_t session, uint64_t
   return run_registered_function(registry_, function_name, ctx, args);
 }
 
-grpc::ServerUnaryReactor* ExecutorServiceImpl::CancelFunction(
-    grpc::CallbackServerContext* context, const v1::CancelFunctionRequest* request,
-    v1::CancelFunctionResponse* response) {
+grpc::ServerUnaryReactor* ExecutorServiceImpl::CancelFunction(grpc::CallbackServerContext* context,
+                                                              const grpc::ByteBuffer* raw_request,
+                                                              grpc::ByteBuffer* raw_response) {
   absl::StatusOr<PeerIdentity> caller = authorize_call(*context, Method::kWorkerCancelFunction);
   if (!caller.ok()) return refuse(context, "CancelFunction", caller.status());
+  grpc::ServerUnaryReactor* reactor = nullptr;
+  auto* call = parse_call<v1::CancelFunctionRequest, v1::CancelFunctionResponse>(
+      *raw_request, raw_response, &reactor);
+  if (call == nullptr) return reactor;
+  const v1::CancelFunctionRequest* request = &call->request();
+  v1::CancelFunctionResponse* response = &call->response();
   {
     // Another client's closure of the same id is not this caller's to
     // cancel: the answer is that of an id not running.
@@ -271,8 +280,7 @@ grpc::ServerUnaryReactor* ExecutorServiceImpl::CancelFunction(
       response->set_was_running(true);
     }
   }
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(grpc::Status::OK);
+  call->finish(grpc::Status::OK);
   return reactor;
 }
 

@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -49,12 +50,18 @@ struct ExecutorServiceOptions {
   // The executor protocol: the most values (ids) the worker holds at once,
   // and the most not known yet; beyond that Create* is RESOURCE_EXHAUSTED.
   size_t max_live_values = 100000;
+  // The most bytes of values clients created and did not dispose
+  // (ValueGraphOptions::max_value_bytes).
+  size_t max_value_bytes = size_t{16} << 30;
   // RunFunction's result cache (same-worker chaining, RunFunctionRequest.
   // result_session): the most results kept and their most encoded bytes,
   // least recently used evicted first; 0 keeps none. A miss costs the
   // coordinator one more round trip with the values, never an error.
   size_t result_cache_entries = 1024;
   size_t result_cache_bytes = size_t{64} << 20;
+  // Tests only: runs in CreateValue after the request is decoded, before
+  // the value is created (to cancel the call in between).
+  std::function<void(grpc::CallbackServerContext&)> before_create_for_testing;
 };
 
 // Functions run on a pool, never on gRPC's callback threads (a function
@@ -91,9 +98,10 @@ struct ExecutorServiceOptions {
 // Thread-safety: handlers run concurrently; the service's state is
 // guarded by its mutex, the values by the ValueGraph's.
 //
-// Bases: every RPC of the service, as a raw or a typed callback, over the
-// plain Service rather than CallbackService, whose typed CreateValue etc.
-// the raw ones would hide (clang's -Woverloaded-virtual).
+// Bases: every RPC of the service as a raw callback, parsed here (so that a
+// body that does not parse is INVALID_ARGUMENT, see rpc/parsed_call.h),
+// over the plain Service rather than CallbackService, whose typed
+// CreateValue etc. the raw ones would hide (clang's -Woverloaded-virtual).
 class ExecutorServiceImpl final
     : public v1::ExecutorService::WithRawCallbackMethod_CreateValue<
           v1::ExecutorService::WithRawCallbackMethod_CreateCall<
@@ -101,28 +109,29 @@ class ExecutorServiceImpl final
                   v1::ExecutorService::WithRawCallbackMethod_CreateSelection<
                       v1::ExecutorService::WithRawCallbackMethod_Compute<
                           v1::ExecutorService::WithRawCallbackMethod_Dispose<
-                              v1::ExecutorService::WithCallbackMethod_GetStatus<
-                                  v1::ExecutorService::WithCallbackMethod_RunFunction<
-                                      v1::ExecutorService::WithCallbackMethod_CancelFunction<
-                                          v1::ExecutorService::WithCallbackMethod_GetExecutorStats<
-                                              v1::ExecutorService::
-                                                  WithCallbackMethod_DisposePerWorker<
-                                                      v1::ExecutorService::Service>>>>>>>>>>> {
+                              v1::ExecutorService::WithRawCallbackMethod_GetStatus<
+                                  v1::ExecutorService::WithRawCallbackMethod_RunFunction<
+                                      v1::ExecutorService::WithRawCallbackMethod_CancelFunction<
+                                          v1::ExecutorService::
+                                              WithRawCallbackMethod_GetExecutorStats<
+                                                  v1::ExecutorService::
+                                                      WithRawCallbackMethod_DisposePerWorker<
+                                                          v1::ExecutorService::Service>>>>>>>>>>> {
  public:
   // `status` must outlive the service.
   ExecutorServiceImpl(const TaskStatus* status, ExecutorServiceOptions options);
   ~ExecutorServiceImpl() override;
 
   grpc::ServerUnaryReactor* GetStatus(grpc::CallbackServerContext* context,
-                                      const v1::GetStatusRequest* request,
-                                      v1::GetStatusResponse* response) override;
+                                      const grpc::ByteBuffer* request,
+                                      grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* RunFunction(grpc::CallbackServerContext* context,
-                                        const v1::RunFunctionRequest* request,
-                                        v1::RunFunctionResponse* response) override
+                                        const grpc::ByteBuffer* request,
+                                        grpc::ByteBuffer* response) override
       ABSL_LOCKS_EXCLUDED(mu_);
   grpc::ServerUnaryReactor* CancelFunction(grpc::CallbackServerContext* context,
-                                           const v1::CancelFunctionRequest* request,
-                                           v1::CancelFunctionResponse* response) override
+                                           const grpc::ByteBuffer* request,
+                                           grpc::ByteBuffer* response) override
       ABSL_LOCKS_EXCLUDED(mu_);
 
   // The executor protocol (executor_protocol.cc).
@@ -146,12 +155,12 @@ class ExecutorServiceImpl final
                                     const grpc::ByteBuffer* request,
                                     grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* GetExecutorStats(grpc::CallbackServerContext* context,
-                                             const v1::GetExecutorStatsRequest* request,
-                                             v1::GetExecutorStatsResponse* response) override;
+                                             const grpc::ByteBuffer* request,
+                                             grpc::ByteBuffer* response) override;
   // Per-worker objects (per_worker_service.cc).
   grpc::ServerUnaryReactor* DisposePerWorker(grpc::CallbackServerContext* context,
-                                             const v1::DisposePerWorkerRequest* request,
-                                             v1::DisposePerWorkerResponse* response) override;
+                                             const grpc::ByteBuffer* request,
+                                             grpc::ByteBuffer* response) override;
 
  private:
   // GetExecutorStats' per-worker part.

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "base/close_names.h"
+#include "base/shown_text.h"
 #include "base/strings.h"
 #include "psflow/per_worker.h"
 #include "psflow/per_worker_resource.h"
@@ -57,7 +58,7 @@ struct internal::RegistryWording<FunctionRegistry> {
 
   static absl::Status not_registered(std::string_view name, const std::vector<std::string>& all) {
     std::string message =
-        absl::StrCat("No function named '", av(name), "' is registered in this binary.");
+        absl::StrCat("No function named '", shown_name(name), "' is registered in this binary.");
     const std::vector<std::string> close = close_names(name, all);
     if (!close.empty()) {
       absl::StrAppend(&message, " Did you mean ", quoted_list(close), "?");

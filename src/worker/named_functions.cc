@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/close_names.h"
+#include "base/shown_text.h"
 #include "base/strings.h"
 
 namespace psflow::internal {
@@ -31,7 +32,7 @@ absl::Status already_registered(std::string_view kind, std::string_view name) {
 
 absl::Status not_registered(std::string_view kind, std::string_view macro, std::string_view name,
                             const std::vector<std::string>& registered) {
-  std::string message = absl::StrCat("No ", av(kind), " function named '", av(name),
+  std::string message = absl::StrCat("No ", av(kind), " function named '", shown_name(name),
                                      "' is registered in this binary.");
   const std::vector<std::string> close = close_names(name, registered);
   if (!close.empty()) absl::StrAppend(&message, " Did you mean '", close.front(), "'?");

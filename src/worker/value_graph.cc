@@ -280,6 +280,16 @@ absl::StatusOr<std::string> ValueGraph::create_value(std::string_view owner, Str
   node->resolved = true;
   absl::MutexLock lock(&mu_);
   if (absl::Status s = check_capacity(); !s.ok()) return s;
+  if (node->bytes > options_.max_value_bytes - std::min(value_bytes_, options_.max_value_bytes)) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "this worker holds ", value_bytes_,
+        " bytes of values clients created and did not dispose; ", node->bytes,
+        " more would exceed max_value_bytes = ", options_.max_value_bytes,
+        ". Dispose of values (Dispose, or destroy RemoteExecutorValue handles) before creating "
+        "more, or start the worker with a larger ServerOptions::max_value_bytes "
+        "(psflow server --max-value-mib)"));
+  }
+  value_bytes_ += node->bytes;
   return add(owner, std::move(node));
 }
 
@@ -402,7 +412,7 @@ absl::StatusOr<std::string> ValueGraph::create_struct(std::string_view owner,
       return function_misuse(**input, role, "cannot be a struct element");
     }
     node->depth = std::max(node->depth, (*input)->depth + 1);
-    node->bytes = std::min(kMaxStructBytes + 1, node->bytes + (*input)->bytes + 16);
+    node->bytes = std::min(options_.max_struct_bytes + 1, node->bytes + (*input)->bytes + 16);
     node->inputs.push_back(*std::move(input));
     if (named) node->names.push_back(elements[i].name);
   }
@@ -416,10 +426,11 @@ absl::StatusOr<std::string> ValueGraph::create_struct(std::string_view owner,
   }
   // Sharing lets a few requests describe a struct whose encoding (every
   // shared element written out each time) would take exabytes.
-  if (node->bytes > kMaxStructBytes) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("CreateStruct: the struct would encode to more than ", kMaxStructBytes,
-                     " bytes (its elements counted each time they appear); build smaller structs"));
+  if (node->bytes > options_.max_struct_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "CreateStruct: the struct would encode to more than ", options_.max_struct_bytes,
+        " bytes (max_struct_bytes; its elements counted each time they appear); build smaller "
+        "structs"));
   }
   link(node);
   return add(owner, std::move(node));
@@ -495,6 +506,7 @@ absl::Status ValueGraph::dispose(std::string_view owner, const std::vector<std::
       foreign |= !absl::StartsWith(id, options_.id_prefix);
       continue;
     }
+    if (it->second->kind == Node::Kind::kValue) value_bytes_ -= it->second->bytes;
     released.push_back(std::move(it->second));
     values_.erase(it);
   }
@@ -531,6 +543,7 @@ ValueGraphStats ValueGraph::stats() const {
   out.values_created = created_;
   out.values_disposed = disposed_;
   out.waiting_computes = waiting_;
+  out.value_bytes = static_cast<int64_t>(value_bytes_);
   return out;
 }
 

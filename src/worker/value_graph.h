@@ -30,6 +30,15 @@ struct ValueGraphOptions {
   // known (pending calls, and structs / selections waiting for them, also
   // once disposed): creating more is RESOURCE_EXHAUSTED naming the bound.
   size_t max_live_values = 100000;
+  // The most bytes (encoded) of the concrete values clients sent
+  // (create_value) and have not disposed: beyond it create_value is
+  // RESOURCE_EXHAUSTED naming the bound (ServerOptions::max_value_bytes).
+  size_t max_value_bytes = size_t{16} << 30;
+  // Largest encoding create_struct builds, its elements counted each time
+  // they appear (sharing lets a few requests describe exabytes). Not a
+  // memory bound (the elements are held already): above 2 GiB a struct
+  // can only be computed element by element (stream_structs).
+  size_t max_struct_bytes = size_t{1} << 40;
   // Starts every id ("<incarnation>-"), so that ids of an earlier process
   // are recognised in error messages.
   std::string id_prefix;
@@ -46,6 +55,7 @@ struct ValueGraphStats {
   int64_t values_created = 0;
   int64_t values_disposed = 0;
   int64_t waiting_computes = 0;  // Waiters not called yet.
+  int64_t value_bytes = 0;       // Of the concrete values live (max_value_bytes).
 };
 
 // Values by id. An id is the prefix and 128 random bits from the kernel's
@@ -95,8 +105,6 @@ class ValueGraph {
   // Deepest nesting create_struct builds (the codec's default max_depth):
   // deeper structs are refused.
   static constexpr int kMaxStructDepth = 64;
-  // Largest encoding create_struct builds (more than any message can carry).
-  static constexpr size_t kMaxStructBytes = size_t{2} << 30;
   // A call created by create_call and not yet run.
   struct PendingCall {
     std::string id;
@@ -186,6 +194,8 @@ class ValueGraph {
   int64_t created_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t disposed_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t waiting_ ABSL_GUARDED_BY(mu_) = 0;
+  // Bytes of the kValue nodes in values_ (max_value_bytes).
+  size_t value_bytes_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace psflow::internal

@@ -64,8 +64,10 @@ void run(ValueGraph& graph, const ValueGraph::PendingCall& call, int* runs = nul
 class ValueGraphTest : public ::testing::Test {
  protected:
   ValueGraphTest()
-      : graph_(ValueGraphOptions{
-            .max_live_values = 1000, .id_prefix = "p-", .random_bytes = nullptr}) {}
+      : graph_(ValueGraphOptions{.max_live_values = 1000,
+                                 .max_struct_bytes = size_t{2} << 30,
+                                 .id_prefix = "p-",
+                                 .random_bytes = nullptr}) {}
 
   std::string value(Structure s) { return ok_value(graph_.create_value(kOwner, std::move(s))); }
   std::string function(const char* name) { return ok_value(graph_.create_function(kOwner, name)); }
@@ -89,7 +91,7 @@ TEST_F(ValueGraphTest, ValuesComputeAtOnceAndIdsCarryThePrefix) {
 
 // A chain of structs cannot nest deeper than kMaxStructDepth (encoding and
 // freeing recurse per level), and structs sharing an element cannot
-// describe an encoding beyond kMaxStructBytes (each use is written out).
+// describe an encoding beyond max_struct_bytes (each use is written out).
 TEST_F(ValueGraphTest, StructsCannotNestTooDeepOrEncodeTooLarge) {
   std::string id = value(Structure(1));
   for (int level = 1; level <= ValueGraph::kMaxStructDepth; ++level) {
@@ -271,6 +273,47 @@ TEST_F(ValueGraphTest, ValuesBuiltFromDisposedOnesStillResolve) {
   run(graph_, pending);
   EXPECT_EQ(ok_value(compute_now(graph_, selection)), Structure(6));
   EXPECT_EQ(graph_.stats().pending_values, 0);
+}
+
+// The struct bound is a parameter, and by default well above 2 GiB: a
+// streamed struct (stream_structs) may be larger than any message.
+TEST(ValueGraphLimitsTest, StructBytesBoundIsAParameterAboveTwoGiBByDefault) {
+  for (const size_t max_struct_bytes : {size_t{64} << 20, ValueGraphOptions().max_struct_bytes}) {
+    ValueGraph graph(ValueGraphOptions{
+        .max_struct_bytes = max_struct_bytes, .id_prefix = "p-", .random_bytes = nullptr});
+    std::string doubled =
+        ok_value(graph.create_value(kOwner, Structure(Tensor(DType::kUInt8, {1 << 20}))));
+    int levels = 0;
+    absl::StatusOr<std::string> next;
+    while (levels < 12 &&
+           (next = graph.create_struct(kOwner, {{"", doubled}, {"", doubled}}, false)).ok()) {
+      doubled = *next;
+      ++levels;
+    }
+    if (max_struct_bytes == (size_t{64} << 20)) {
+      EXPECT_EQ(levels, 5);  // 2^6 MiB plus framing > 64 MiB
+      EXPECT_THAT(std::string(next.status().message()), ::testing::HasSubstr("max_struct_bytes"));
+    } else {
+      EXPECT_EQ(levels, 12);  // 4 GiB
+    }
+  }
+}
+
+// The bytes of values clients created and did not dispose are bounded, and
+// disposing frees budget.
+TEST(ValueGraphLimitsTest, ValueBytesAreBoundedAndFreedByDisposal) {
+  ValueGraph graph(
+      ValueGraphOptions{.max_value_bytes = 3000, .id_prefix = "p-", .random_bytes = nullptr});
+  const Structure kib(Tensor(DType::kUInt8, {1000}));
+  const std::string first = ok_value(graph.create_value(kOwner, kib));
+  ASSERT_TRUE(graph.create_value(kOwner, kib).ok());
+  absl::StatusOr<std::string> third = graph.create_value(kOwner, kib);
+  EXPECT_EQ(third.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(third.status().message()),
+              ::testing::HasSubstr("max_value_bytes = 3000"));
+  EXPECT_GT(graph.stats().value_bytes, 2000);
+  ASSERT_TRUE(graph.dispose(kOwner, {first}).ok());
+  EXPECT_TRUE(graph.create_value(kOwner, kib).ok());
 }
 
 TEST(ValueGraphLimitsTest, LiveAndPendingValuesAreBounded) {

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/logging.h"
+#include "base/shown_text.h"
 #include "base/strings.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/message.h"
@@ -62,7 +63,7 @@ absl::Status with_op_context(const absl::Status& s, size_t index, v1::VariableOp
                              const std::string& variable) {
   if (s.ok()) return s;
   return absl::Status(s.code(), absl::StrCat("op ", index, " (", Op::Kind_Name(kind), " '",
-                                             variable, "'): ", s.message()));
+                                             shown_name(variable), "'): ", s.message()));
 }
 
 absl::StatusOr<OptimizerConfig> optimizer_from_proto(const v1::OptimizerProto& p) {

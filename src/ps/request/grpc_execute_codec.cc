@@ -152,9 +152,9 @@ absl::Status with_prefix(const absl::Status& s, std::string_view prefix) {
 
 // Parses one VariableOp occurrence into `op`.
 absl::Status read_op(WireStream& stream, const WireStream::Field& message,
-                     const CodecLimits& limits, VariableOpArgs* op) {
-  TensorProtoReader value(limits);
-  TensorProtoReader ids(limits);
+                     const CodecLimits& limits, DecodeBudget& budget, VariableOpArgs* op) {
+  TensorProtoReader value(limits, budget);
+  TensorProtoReader ids(limits, budget);
   auto read_field = [&](const WireStream::Field& field) -> absl::Status {
     switch (field.number) {
       case kOpKind:
@@ -206,7 +206,7 @@ absl::Status read_op(WireStream& stream, const WireStream::Field& message,
               absl::StrCat("more than ", kMaxSlotsPerOp, " slot tensors in one op"));
         }
         // Each occurrence of a repeated message field is its own tensor.
-        TensorProtoReader slot(limits);
+        TensorProtoReader slot(limits, budget);
         PSFLOW_RETURN_IF_ERROR(slot.merge(stream, field));
         absl::StatusOr<Tensor> t = slot.finish();
         if (!t.ok()) return with_prefix(t.status(), absl::StrCat("slot ", op->slots.size()));
@@ -345,6 +345,7 @@ grpc::ByteBuffer encode_execute_request(const ExecuteBatch& batch) {
 absl::StatusOr<ExecuteBatch> decode_execute_request(const grpc::ByteBuffer& bytes,
                                                     const CodecLimits& limits) {
   ExecuteBatch batch;
+  DecodeBudget budget(bytes.Length(), limits);
   auto read_field = [&](WireStream& stream, const WireStream::Field& field) -> absl::Status {
     if (field.number == kRequestOps) {
       PSFLOW_RETURN_IF_ERROR(
@@ -355,8 +356,9 @@ absl::StatusOr<ExecuteBatch> decode_execute_request(const grpc::ByteBuffer& byte
                                                        kMaxOpsPerRequest,
                                                        " ops; split it into several requests"));
       }
-      PSFLOW_RETURN_IF_ERROR(with_prefix(read_op(stream, field, limits, &batch.ops.emplace_back()),
-                                         absl::StrCat("op ", index)));
+      PSFLOW_RETURN_IF_ERROR(
+          with_prefix(read_op(stream, field, limits, budget, &batch.ops.emplace_back()),
+                      absl::StrCat("op ", index)));
     } else if (field.number == kRequestOptimizers) {
       PSFLOW_RETURN_IF_ERROR(
           stream.expect(field, "ExecuteRequest.optimizers", WireType::kLengthDelimited));
@@ -415,11 +417,12 @@ grpc::ByteBuffer encode_execute_response(const std::vector<Tensor>& results) {
 absl::StatusOr<std::vector<Tensor>> decode_execute_response(const grpc::ByteBuffer& bytes,
                                                             const CodecLimits& limits) {
   std::vector<Tensor> results;
+  DecodeBudget budget(bytes.Length(), limits);
   auto read_result = [&](WireStream& stream, const WireStream::Field& field) -> absl::Status {
     if (field.number != kResponseResults) return stream.skip_unknown(field);
     PSFLOW_RETURN_IF_ERROR(
         stream.expect(field, "ExecuteResponse.results", WireType::kLengthDelimited));
-    TensorProtoReader reader(limits);
+    TensorProtoReader reader(limits, budget);
     PSFLOW_RETURN_IF_ERROR(reader.merge(stream, field));
     absl::StatusOr<Tensor> t = reader.finish();
     if (!t.ok()) return with_prefix(t.status(), absl::StrCat("result ", results.size()));

@@ -201,6 +201,7 @@ absl::Status execute_variable_ops(VariableStore& store, ExecuteBatch& batch,
   // then conflicts with). Refused here, so that nothing runs.
   absl::flat_hash_set<std::string_view> created;
   absl::flat_hash_map<std::string_view, OptimizerConfig::Kind> applied_by;
+  absl::flat_hash_set<std::string_view> deleted;
   for (size_t i = 0; i < batch.ops.size(); ++i) {
     VariableOpArgs& op = batch.ops[i];
     PSFLOW_RETURN_IF_ERROR(with_op_context(prepare(store, op, batch.optimizers, &prepared[i]), i,
@@ -211,6 +212,15 @@ absl::Status execute_variable_ops(VariableStore& store, ExecuteBatch& batch,
         in_batch = absl::InvalidArgumentError(
             "the batch creates or restores this variable twice; send one CREATE or RESTORE "
             "per variable and batch");
+      }
+    } else if (op.kind == Op::DELETE) {
+      // As TF's DestroyResourceOp: deleting what is not there is NOT_FOUND,
+      // not silently nothing (a typo would otherwise go unnoticed).
+      if (!deleted.insert(op.variable).second ||
+          (!created.contains(op.variable) && !store.find(op.variable).ok())) {
+        in_batch = absl::NotFoundError(
+            "no such variable on this ps (never created, already deleted, or deleted earlier in "
+            "this batch); list the ps's variables (ListVariables) for the names it holds");
       }
     } else if (prepared[i].optimizer != nullptr) {
       const auto [it, first] = applied_by.try_emplace(op.variable, prepared[i].optimizer->kind);

@@ -13,6 +13,7 @@
 #include "psflow/status_macros.h"
 #include "rpc/authorization.h"
 #include "rpc/grpc_status.h"
+#include "rpc/parsed_call.h"
 
 namespace psflow::internal {
 namespace {
@@ -161,13 +162,13 @@ VariableServiceImpl::VariableServiceImpl(const TaskStatus* status,
 }
 
 grpc::ServerUnaryReactor* VariableServiceImpl::GetStatus(grpc::CallbackServerContext* context,
-                                                         const v1::GetStatusRequest* request,
-                                                         v1::GetStatusResponse* response) {
+                                                         const grpc::ByteBuffer* request,
+                                                         grpc::ByteBuffer* response) {
   if (absl::StatusOr<PeerIdentity> caller = authorize_call(*context, Method::kPsGetStatus);
       !caller.ok()) {
     return refuse(context, "GetStatus", caller.status());
   }
-  return status_->answer(context, response);
+  return status_->answer(context, *request, response);
 }
 
 grpc::ServerUnaryReactor* VariableServiceImpl::refuse(grpc::CallbackServerContext* context,
@@ -234,13 +235,18 @@ grpc::ServerUnaryReactor* VariableServiceImpl::Execute(grpc::CallbackServerConte
   return reactor;
 }
 
-grpc::ServerUnaryReactor* VariableServiceImpl::ListVariables(
-    grpc::CallbackServerContext* context, const v1::ListVariablesRequest* request,
-    v1::ListVariablesResponse* response) {
+grpc::ServerUnaryReactor* VariableServiceImpl::ListVariables(grpc::CallbackServerContext* context,
+                                                             const grpc::ByteBuffer* raw_request,
+                                                             grpc::ByteBuffer* raw_response) {
   if (absl::StatusOr<PeerIdentity> caller = authorize_call(*context, Method::kPsListVariables);
       !caller.ok()) {
     return refuse(context, "ListVariables", caller.status());
   }
+  grpc::ServerUnaryReactor* reactor = nullptr;
+  auto* call = parse_call<v1::ListVariablesRequest, v1::ListVariablesResponse>(
+      *raw_request, raw_response, &reactor);
+  if (call == nullptr) return reactor;
+  v1::ListVariablesResponse* response = &call->response();
   for (const std::shared_ptr<VariableShard>& shard : store_->all()) {
     v1::VariableInfo* info = response->add_variables();
     info->set_name(shard->name());
@@ -250,8 +256,7 @@ grpc::ServerUnaryReactor* VariableServiceImpl::ListVariables(
     info->set_optimizer(std::move(optimizer.optimizer));
     info->set_optimizer_steps(optimizer.steps);
   }
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(grpc::Status::OK);
+  call->finish(grpc::Status::OK);
   return reactor;
 }
 

@@ -52,12 +52,13 @@ struct VariableServiceOptions {
 // Thread-safety: handlers run concurrently; `status` is immutable and the
 // store is thread-safe.
 //
-// Bases: every RPC of the service, as a raw or a typed callback, over the
-// plain Service rather than CallbackService, whose typed Execute the raw
-// one would hide (clang's -Woverloaded-virtual).
+// Bases: every RPC of the service as a raw callback, parsed here (so that
+// a body that does not parse is INVALID_ARGUMENT, see rpc/parsed_call.h),
+// over the plain Service rather than CallbackService, whose typed Execute
+// the raw one would hide (clang's -Woverloaded-virtual).
 class VariableServiceImpl final : public v1::VariableService::WithRawCallbackMethod_Execute<
-                                      v1::VariableService::WithCallbackMethod_GetStatus<
-                                          v1::VariableService::WithCallbackMethod_ListVariables<
+                                      v1::VariableService::WithRawCallbackMethod_GetStatus<
+                                          v1::VariableService::WithRawCallbackMethod_ListVariables<
                                               v1::VariableService::Service>>> {
  public:
   // Work up to which a call runs inline, in bytes of memory traffic
@@ -72,14 +73,14 @@ class VariableServiceImpl final : public v1::VariableService::WithRawCallbackMet
                       VariableServiceOptions options = {});
 
   grpc::ServerUnaryReactor* GetStatus(grpc::CallbackServerContext* context,
-                                      const v1::GetStatusRequest* request,
-                                      v1::GetStatusResponse* response) override;
+                                      const grpc::ByteBuffer* request,
+                                      grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* Execute(grpc::CallbackServerContext* context,
                                     const grpc::ByteBuffer* request,
                                     grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* ListVariables(grpc::CallbackServerContext* context,
-                                          const v1::ListVariablesRequest* request,
-                                          v1::ListVariablesResponse* response) override;
+                                          const grpc::ByteBuffer* request,
+                                          grpc::ByteBuffer* response) override;
 
  private:
   // Finishes a call the caller may not make with `status` (logged).

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "base/shown_text.h"
 #include "base/strings.h"
 #include "psflow/status_macros.h"
 
@@ -90,12 +91,12 @@ absl::StatusOr<std::shared_ptr<VariableShard>> VariableStore::find(std::string_v
       // The usual cause in a running job: the ps was restarted and lost
       // everything it held.
       return absl::NotFoundError(absl::StrCat(
-          "no variable named '", av(name),
+          "no variable named '", shown_name(name),
           "' on this ps, which holds no variables: if it restarted, its values are lost "
           "(restore a checkpoint: PsRecovery, psflow train --ps-recovery); otherwise create "
           "the variable inside strategy.scope() first"));
     }
-    return absl::NotFoundError(absl::StrCat("no variable named '", av(name),
+    return absl::NotFoundError(absl::StrCat("no variable named '", shown_name(name),
                                             "' on this ps (it holds ", shards_.size(),
                                             " others); create it inside strategy.scope() first"));
   }
