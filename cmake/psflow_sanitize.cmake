@@ -32,6 +32,38 @@ if(PSFLOW_SANITIZE)
     add_compile_options(-fno-sanitize-recover=undefined)
   endif()
 endif()
+if(PSFLOW_SANITIZE STREQUAL "thread")
+  # Debian's abseil is not built with TSan: its synchronization primitives
+  # are invisible to it. Every link wraps their entry points with
+  # src/base/tsan_absl_sync.cc, which tells TSan the happens-before edges
+  # they make. The symbols are mangled with abseil's inline namespace.
+  find_file(PSFLOW_ABSL_OPTIONS_H absl/base/options.h REQUIRED)
+  file(STRINGS ${PSFLOW_ABSL_OPTIONS_H} ns_line
+    REGEX "^#define ABSL_OPTION_INLINE_NAMESPACE_NAME ")
+  string(REGEX REPLACE ".* ([A-Za-z0-9_]+)$" "\\1" absl_ns "${ns_line}")
+  string(LENGTH "${absl_ns}" absl_ns_length)
+  set(mangled "4absl${absl_ns_length}${absl_ns}")
+  add_compile_definitions(PSFLOW_ABSL_MANGLED_NAMESPACE="${mangled}")
+  foreach(member
+      5Mutex4LockEv 5Mutex6UnlockEv 5Mutex7TryLockEv 5Mutex10ReaderLockEv
+      5Mutex12ReaderUnlockEv 5Mutex13ReaderTryLockEv 5Mutex8LockWhenERKNS0_9ConditionE
+      5Mutex14ReaderLockWhenERKNS0_9ConditionE
+      5Mutex19LockWhenWithTimeoutERKNS0_9ConditionENS0_8DurationE
+      5Mutex20LockWhenWithDeadlineERKNS0_9ConditionENS0_4TimeE
+      5Mutex5AwaitERKNS0_9ConditionE
+      5Mutex16AwaitWithTimeoutERKNS0_9ConditionENS0_8DurationE
+      5Mutex17AwaitWithDeadlineERKNS0_9ConditionENS0_4TimeE
+      7CondVar4WaitEPNS0_5MutexE 7CondVar15WaitWithTimeoutEPNS0_5MutexENS0_8DurationE
+      7CondVar16WaitWithDeadlineEPNS0_5MutexENS0_4TimeE 12Notification6NotifyEv
+      15BlockingCounter14DecrementCountEv 15BlockingCounter4WaitEv 7Barrier5BlockEv)
+    add_link_options(-Wl,--wrap=_ZN${mangled}${member})
+  endforeach()
+  foreach(member 12Notification19WaitForNotificationEv
+      12Notification30WaitForNotificationWithTimeoutENS0_8DurationE
+      12Notification31WaitForNotificationWithDeadlineENS0_4TimeE)
+    add_link_options(-Wl,--wrap=_ZNK${mangled}${member})
+  endforeach()
+endif()
 if(PSFLOW_FUZZ)
   # Coverage feedback from every library; the harnesses link libFuzzer's
   # main with -fsanitize=fuzzer (fuzz/CMakeLists.txt).
