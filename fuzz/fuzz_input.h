@@ -11,7 +11,17 @@
 #include <string>
 #include <string_view>
 
+#include "google/protobuf/stubs/logging.h"
+
 namespace psflow::fuzz {
+
+// Protobuf's parsers log every invalid UTF-8 string they refuse; under a
+// fuzzer that is most inputs. Harnesses that parse protobuf call this from
+// LLVMFuzzerInitialize.
+inline void silence_protobuf_logs() {
+  google::protobuf::SetLogHandler(
+      [](google::protobuf::LogLevel, const char*, int, const std::string&) {});
+}
 
 // The input as bytes.
 inline std::string_view as_bytes(const uint8_t* data, size_t size) {

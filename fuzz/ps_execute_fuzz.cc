@@ -61,6 +61,11 @@ internal::ExecuteBatch seed_batch() {
 }  // namespace
 }  // namespace psflow::fuzz
 
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  psflow::fuzz::silence_protobuf_logs();
+  return 0;
+}
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace psflow;
   using namespace psflow::fuzz;

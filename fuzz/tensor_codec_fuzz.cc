@@ -39,6 +39,11 @@ void structure_round_trip(const Structure& structure, const CodecLimits& limits)
 }  // namespace
 }  // namespace psflow::fuzz
 
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  psflow::fuzz::silence_protobuf_logs();
+  return 0;
+}
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace psflow;
   using namespace psflow::fuzz;

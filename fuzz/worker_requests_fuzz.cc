@@ -120,6 +120,11 @@ std::string with_ids(std::string_view raw, Fix fix) {
 }  // namespace
 }  // namespace psflow::fuzz
 
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  psflow::fuzz::silence_protobuf_logs();
+  return 0;
+}
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace psflow;
   using namespace psflow::fuzz;

@@ -83,17 +83,22 @@ absl::StatusOr<Tensor> read_idx_file(const std::string& path) {
   }
   Shape shape;
   int64_t count = 1;
+  // The product of the nonzero dimensions is what is bounded: a zero
+  // dimension makes `count` 0 but must not let the others grow past what a
+  // Tensor's shape may hold.
+  int64_t nonzero = 1;
   for (int i = 0; i < rank; ++i) {
     uint8_t d[4];
     if (!read_exact(f.get(), d, 4)) {
       return absl::InvalidArgumentError(absl::StrCat(path, ": truncated IDX header"));
     }
     const int64_t dim = big_endian_u32(d);
-    if (dim > (int64_t{1} << 32) || count > (int64_t{1} << 34) / std::max<int64_t>(dim, 1)) {
+    if (dim > (int64_t{1} << 32) || nonzero > (int64_t{1} << 34) / std::max<int64_t>(dim, 1)) {
       return absl::InvalidArgumentError(absl::StrCat(path, ": IDX shape is implausibly large"));
     }
     shape.push_back(dim);
     count *= dim;
+    nonzero *= std::max<int64_t>(dim, 1);
   }
   const IdxElementType* element = nullptr;
   for (const IdxElementType& known : kIdxElementTypes) {

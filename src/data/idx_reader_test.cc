@@ -55,6 +55,21 @@ TEST_F(IdxReaderTest, ReadsPlainAndGzipUint8) {
   }
 }
 
+// Found by fuzz/idx_fuzz.cc (corpus/idx/crash-a521489d...): a zero
+// dimension hid huge ones from the size check, and the reader aborted
+// constructing the Tensor instead of refusing the file.
+TEST_F(IdxReaderTest, ZeroDimensionDoesNotHideHugeOnes) {
+  const std::vector<uint8_t> header = {0, 0, 0x08, 4, 0xa7, 0, 0,    0, 0, 0,
+                                       0, 0, 0x5d, 0, 0,    0, 0xa7, 0, 0, 0};
+  auto t = read_idx_file(write("zero_dim", header, false));
+  EXPECT_EQ(t.status().code(), absl::StatusCode::kInvalidArgument) << t.status();
+  EXPECT_NE(t.status().message().find("implausibly large"), std::string::npos) << t.status();
+  // A zero dimension beside plausible ones is still an empty tensor.
+  auto empty = read_idx_file(write("empty", {0, 0, 0x08, 2, 0, 0, 0, 0, 0, 0, 0, 3}, false));
+  ASSERT_TRUE(empty.ok()) << empty.status();
+  EXPECT_EQ(empty->shape(), (Shape{0, 3}));
+}
+
 TEST_F(IdxReaderTest, WidensBigEndianTypes) {
   // int16 [2]: 0x0102 = 258, 0xFFFE = -2.
   auto t = read_idx_file(write("i16", {0, 0, 0x0B, 1, 0, 0, 0, 2, 0x01, 0x02, 0xFF, 0xFE}, false));
