@@ -16,6 +16,10 @@ CTEST_ARGS ?=
 # their own, the same ccache.
 SAN_DIR   ?= $(BUILD_DIR)/clang-sanitize
 TSAN_DIR  ?= $(BUILD_DIR)/clang-tsan
+# Not run under TSan: all_thread_stacks() interrupts every thread with a
+# signal, and TSan delays signals to a thread blocked outside the calls it
+# intercepts (here in abseil's futex wait) past the 500 ms the test allows.
+TSAN_EXCLUDE ?= ^ThreadStacksTest\.NamesEveryThreadAndWhereItWaits$$
 FUZZ_SECONDS ?= 600
 # make test: each harness for this long, and the multi-process suites
 # (ctest -R) that run under ASan+UBSan there; make sanitize runs them all.
@@ -90,7 +94,7 @@ configure-tsan: deps
 tsan: configure-tsan
 	cmake --build $(TSAN_DIR) -j $(JOBS)
 	cd $(TSAN_DIR) && ctest --output-on-failure -j $(JOBS) --timeout 1800 \
-	  -L 'unit|integration' -LE 'chaos|multihost' $(CTEST_ARGS)
+	  -L 'unit|integration' -LE 'chaos|multihost' -E '$(TSAN_EXCLUDE)' $(CTEST_ARGS)
 
 chaos: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j 1 --timeout 3600 -L chaos $(CTEST_ARGS)

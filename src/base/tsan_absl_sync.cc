@@ -10,6 +10,12 @@
 // abseil's own TSan build would annotate. Lock-order (deadlock) reports
 // are not produced for these mutexes.
 //
+// abseil evaluates a waiter's Condition (Await, LockWhen) with the mutex
+// held but inside the library, in the waiting thread or in the one that
+// unlocks: TSan cannot see that lock, so the accesses of those calls are
+// ignored (a Condition only reads what the mutex guards, and every write
+// to that is seen elsewhere).
+//
 // Thread-safety: stateless wrappers; safe wherever the wrapped call is.
 #if defined(__has_feature)
 #if __has_feature(thread_sanitizer) && defined(PSFLOW_ABSL_MANGLED_NAMESPACE)
@@ -22,6 +28,8 @@
 
 extern "C" void __tsan_acquire(void* addr);
 extern "C" void __tsan_release(void* addr);
+extern "C" void __tsan_ignore_thread_begin();
+extern "C" void __tsan_ignore_thread_end();
 
 namespace {
 
@@ -97,7 +105,9 @@ void wrap_lock(Mutex* mu) {
 void wrap_unlock(Mutex* mu) PSFLOW_WRAP("5Mutex6UnlockEv");
 void wrap_unlock(Mutex* mu) {
   __tsan_release(mu);
+  __tsan_ignore_thread_begin();
   real_unlock(mu);
+  __tsan_ignore_thread_end();
 }
 bool wrap_try_lock(Mutex* mu) PSFLOW_WRAP("5Mutex7TryLockEv");
 bool wrap_try_lock(Mutex* mu) {
@@ -113,7 +123,9 @@ void wrap_reader_lock(Mutex* mu) {
 void wrap_reader_unlock(Mutex* mu) PSFLOW_WRAP("5Mutex12ReaderUnlockEv");
 void wrap_reader_unlock(Mutex* mu) {
   __tsan_release(mu);
+  __tsan_ignore_thread_begin();
   real_reader_unlock(mu);
+  __tsan_ignore_thread_end();
 }
 bool wrap_reader_try_lock(Mutex* mu) PSFLOW_WRAP("5Mutex13ReaderTryLockEv");
 bool wrap_reader_try_lock(Mutex* mu) {
@@ -123,27 +135,35 @@ bool wrap_reader_try_lock(Mutex* mu) {
 }
 void wrap_lock_when(Mutex* mu, const Condition& c) PSFLOW_WRAP("5Mutex8LockWhenERKNS0_9ConditionE");
 void wrap_lock_when(Mutex* mu, const Condition& c) {
+  __tsan_ignore_thread_begin();
   real_lock_when(mu, c);
+  __tsan_ignore_thread_end();
   __tsan_acquire(mu);
 }
 void wrap_reader_lock_when(Mutex* mu, const Condition& c)
     PSFLOW_WRAP("5Mutex14ReaderLockWhenERKNS0_9ConditionE");
 void wrap_reader_lock_when(Mutex* mu, const Condition& c) {
+  __tsan_ignore_thread_begin();
   real_reader_lock_when(mu, c);
+  __tsan_ignore_thread_end();
   __tsan_acquire(mu);
 }
 // The *WithTimeout / *WithDeadline forms hold the lock on return either way.
 bool wrap_lock_when_timeout(Mutex* mu, const Condition& c, Duration d)
     PSFLOW_WRAP("5Mutex19LockWhenWithTimeoutERKNS0_9ConditionENS0_8DurationE");
 bool wrap_lock_when_timeout(Mutex* mu, const Condition& c, Duration d) {
+  __tsan_ignore_thread_begin();
   const bool met = real_lock_when_timeout(mu, c, d);
+  __tsan_ignore_thread_end();
   __tsan_acquire(mu);
   return met;
 }
 bool wrap_lock_when_deadline(Mutex* mu, const Condition& c, Time t)
     PSFLOW_WRAP("5Mutex20LockWhenWithDeadlineERKNS0_9ConditionENS0_4TimeE");
 bool wrap_lock_when_deadline(Mutex* mu, const Condition& c, Time t) {
+  __tsan_ignore_thread_begin();
   const bool met = real_lock_when_deadline(mu, c, t);
+  __tsan_ignore_thread_end();
   __tsan_acquire(mu);
   return met;
 }
@@ -151,14 +171,18 @@ bool wrap_lock_when_deadline(Mutex* mu, const Condition& c, Time t) {
 void wrap_await(Mutex* mu, const Condition& c) PSFLOW_WRAP("5Mutex5AwaitERKNS0_9ConditionE");
 void wrap_await(Mutex* mu, const Condition& c) {
   __tsan_release(mu);
+  __tsan_ignore_thread_begin();
   real_await(mu, c);
+  __tsan_ignore_thread_end();
   __tsan_acquire(mu);
 }
 bool wrap_await_timeout(Mutex* mu, const Condition& c, Duration d)
     PSFLOW_WRAP("5Mutex16AwaitWithTimeoutERKNS0_9ConditionENS0_8DurationE");
 bool wrap_await_timeout(Mutex* mu, const Condition& c, Duration d) {
   __tsan_release(mu);
+  __tsan_ignore_thread_begin();
   const bool met = real_await_timeout(mu, c, d);
+  __tsan_ignore_thread_end();
   __tsan_acquire(mu);
   return met;
 }
@@ -166,7 +190,9 @@ bool wrap_await_deadline(Mutex* mu, const Condition& c, Time t)
     PSFLOW_WRAP("5Mutex17AwaitWithDeadlineERKNS0_9ConditionENS0_4TimeE");
 bool wrap_await_deadline(Mutex* mu, const Condition& c, Time t) {
   __tsan_release(mu);
+  __tsan_ignore_thread_begin();
   const bool met = real_await_deadline(mu, c, t);
+  __tsan_ignore_thread_end();
   __tsan_acquire(mu);
   return met;
 }
