@@ -2,6 +2,7 @@
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <memory>
@@ -110,25 +111,27 @@ absl::StatusOr<Tensor> read_idx_file(const std::string& path) {
   }
   const size_t wire_size = element->wire_size;
   const DType dtype = element->dtype;
+  // The payload is read before the tensor is allocated, growing with what
+  // the file holds: a header alone cannot make the reader allocate the
+  // gigabytes it claims.
+  const size_t payload = static_cast<size_t>(count) * wire_size;
+  std::vector<uint8_t> raw;
+  while (raw.size() < payload) {
+    const size_t at = raw.size();
+    raw.resize(at + std::min<size_t>(payload - at, size_t{1} << 24));
+    if (!read_exact(f.get(), raw.data() + at, raw.size() - at)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ": truncated: the header promises ", count, " elements"));
+    }
+  }
   Tensor out(dtype, shape);
-  if (type == 0x08) {
-    if (!read_exact(f.get(), out.mutable_raw_data(), static_cast<size_t>(count))) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(path, ": truncated: the header promises ", count, " elements"));
-    }
-  } else {
-    std::vector<uint8_t> raw(static_cast<size_t>(count) * wire_size);
-    if (!read_exact(f.get(), raw.data(), raw.size())) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(path, ": truncated: the header promises ", count, " elements"));
-    }
-    switch (type) {
-      case 0x09: widen_big_endian<int8_t>(raw, out.mutable_flat<int32_t>().data(), count); break;
-      case 0x0B: widen_big_endian<int16_t>(raw, out.mutable_flat<int32_t>().data(), count); break;
-      case 0x0C: widen_big_endian<int32_t>(raw, out.mutable_flat<int32_t>().data(), count); break;
-      case 0x0D: widen_big_endian<float>(raw, out.mutable_flat<float>().data(), count); break;
-      default: widen_big_endian<double>(raw, out.mutable_flat<double>().data(), count); break;
-    }
+  switch (type) {
+    case 0x08: std::memcpy(out.mutable_raw_data(), raw.data(), raw.size()); break;
+    case 0x09: widen_big_endian<int8_t>(raw, out.mutable_flat<int32_t>().data(), count); break;
+    case 0x0B: widen_big_endian<int16_t>(raw, out.mutable_flat<int32_t>().data(), count); break;
+    case 0x0C: widen_big_endian<int32_t>(raw, out.mutable_flat<int32_t>().data(), count); break;
+    case 0x0D: widen_big_endian<float>(raw, out.mutable_flat<float>().data(), count); break;
+    default: widen_big_endian<double>(raw, out.mutable_flat<double>().data(), count); break;
   }
   uint8_t extra;
   if (gzread(f.get(), &extra, 1) > 0) {

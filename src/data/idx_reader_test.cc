@@ -70,6 +70,17 @@ TEST_F(IdxReaderTest, ZeroDimensionDoesNotHideHugeOnes) {
   EXPECT_EQ(empty->shape(), (Shape{0, 3}));
 }
 
+// Found by fuzz/idx_fuzz.cc (corpus/idx/oom-5f98496f...): a 64-byte file
+// whose header claims 0xf4f4f4f4 int32 elements made the reader allocate
+// 16 GiB before reading the payload; now it reads first and refuses.
+TEST_F(IdxReaderTest, HeaderAloneCannotAllocateWhatItClaims) {
+  std::vector<uint8_t> bytes = {0, 0, 0x0C, 1, 0xf4, 0xf4, 0xf4, 0xf4};
+  bytes.resize(64, 0xf4);
+  auto t = read_idx_file(write("claims_16gib", bytes, false));
+  EXPECT_EQ(t.status().code(), absl::StatusCode::kInvalidArgument) << t.status();
+  EXPECT_NE(t.status().message().find("truncated"), std::string::npos) << t.status();
+}
+
 TEST_F(IdxReaderTest, WidensBigEndianTypes) {
   // int16 [2]: 0x0102 = 258, 0xFFFE = -2.
   auto t = read_idx_file(write("i16", {0, 0, 0x0B, 1, 0, 0, 0, 2, 0x01, 0x02, 0xFF, 0xFE}, false));
