@@ -126,7 +126,9 @@ absl::StatusOr<Tensor> read_idx_file(const std::string& path) {
   }
   Tensor out(dtype, shape);
   switch (type) {
-    case 0x08: std::memcpy(out.mutable_raw_data(), raw.data(), raw.size()); break;
+    case 0x08:
+      if (!raw.empty()) std::memcpy(out.mutable_raw_data(), raw.data(), raw.size());
+      break;
     case 0x09: widen_big_endian<int8_t>(raw, out.mutable_flat<int32_t>().data(), count); break;
     case 0x0B: widen_big_endian<int16_t>(raw, out.mutable_flat<int32_t>().data(), count); break;
     case 0x0C: widen_big_endian<int32_t>(raw, out.mutable_flat<int32_t>().data(), count); break;
