@@ -74,8 +74,11 @@ TEST_F(IdxReaderTest, ZeroDimensionDoesNotHideHugeOnes) {
 // whose header claims 0xf4f4f4f4 int32 elements made the reader allocate
 // 16 GiB before reading the payload; now it reads first and refuses.
 TEST_F(IdxReaderTest, HeaderAloneCannotAllocateWhatItClaims) {
-  std::vector<uint8_t> bytes = {0, 0, 0x0C, 1, 0xf4, 0xf4, 0xf4, 0xf4};
-  bytes.resize(64, 0xf4);
+  std::vector<uint8_t> bytes(64, 0xf4);  // dims and payload: 0xf4...
+  bytes[0] = 0;
+  bytes[1] = 0;
+  bytes[2] = 0x0C;  // int32
+  bytes[3] = 1;     // rank 1
   auto t = read_idx_file(write("claims_16gib", bytes, false));
   EXPECT_EQ(t.status().code(), absl::StatusCode::kInvalidArgument) << t.status();
   EXPECT_NE(t.status().message().find("truncated"), std::string::npos) << t.status();
