@@ -2,6 +2,12 @@
 # exempt, and so are programs built on an installed psflow: the flags are
 # PRIVATE, never part of an exported target.
 set(PSFLOW_WARNINGS -Wall -Wextra -Wpedantic -Werror -Wno-unused-parameter)
+# Clang checks the ABSL_GUARDED_BY / ABSL_LOCKS_EXCLUDED annotations (GCC
+# ignores them): every clang build of psflow (the sanitizer builds that
+# make test compiles) is also the thread-safety check.
+if(CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+  list(APPEND PSFLOW_WARNINGS -Wthread-safety)
+endif()
 
 # Our own targets: warnings as errors, the public headers (include/ here,
 # <prefix>/include once installed), and src/ as a private include path (src/

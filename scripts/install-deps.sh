@@ -10,6 +10,9 @@ PACKAGES=(
   libabsl-dev libeigen3-dev nlohmann-json3-dev libcli11-dev zlib1g-dev libssl-dev openssl
   libgtest-dev libgmock-dev libbenchmark-dev
   clang-14 clang-format-14
+  # The clang builds: sanitizer runtimes, libFuzzer, llvm-symbolizer for
+  # the reports' stacks (make sanitize, make tsan, make fuzz, make test).
+  libclang-rt-14-dev libfuzzer-14-dev llvm-14
   procps iproute2 nftables python3 python3-yaml
   dataset-fashion-mnist
 )

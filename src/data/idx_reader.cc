@@ -2,6 +2,7 @@
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <memory>
@@ -83,17 +84,22 @@ absl::StatusOr<Tensor> read_idx_file(const std::string& path) {
   }
   Shape shape;
   int64_t count = 1;
+  // The product of the nonzero dimensions is what is bounded: a zero
+  // dimension makes `count` 0 but must not let the others grow past what a
+  // Tensor's shape may hold.
+  int64_t nonzero = 1;
   for (int i = 0; i < rank; ++i) {
     uint8_t d[4];
     if (!read_exact(f.get(), d, 4)) {
       return absl::InvalidArgumentError(absl::StrCat(path, ": truncated IDX header"));
     }
     const int64_t dim = big_endian_u32(d);
-    if (dim > (int64_t{1} << 32) || count > (int64_t{1} << 34) / std::max<int64_t>(dim, 1)) {
+    if (dim > (int64_t{1} << 32) || nonzero > (int64_t{1} << 34) / std::max<int64_t>(dim, 1)) {
       return absl::InvalidArgumentError(absl::StrCat(path, ": IDX shape is implausibly large"));
     }
     shape.push_back(dim);
     count *= dim;
+    nonzero *= std::max<int64_t>(dim, 1);
   }
   const IdxElementType* element = nullptr;
   for (const IdxElementType& known : kIdxElementTypes) {
@@ -105,25 +111,29 @@ absl::StatusOr<Tensor> read_idx_file(const std::string& path) {
   }
   const size_t wire_size = element->wire_size;
   const DType dtype = element->dtype;
+  // The payload is read before the tensor is allocated, growing with what
+  // the file holds: a header alone cannot make the reader allocate the
+  // gigabytes it claims.
+  const size_t payload = static_cast<size_t>(count) * wire_size;
+  std::vector<uint8_t> raw;
+  while (raw.size() < payload) {
+    const size_t at = raw.size();
+    raw.resize(at + std::min<size_t>(payload - at, size_t{1} << 24));
+    if (!read_exact(f.get(), raw.data() + at, raw.size() - at)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ": truncated: the header promises ", count, " elements"));
+    }
+  }
   Tensor out(dtype, shape);
-  if (type == 0x08) {
-    if (!read_exact(f.get(), out.mutable_raw_data(), static_cast<size_t>(count))) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(path, ": truncated: the header promises ", count, " elements"));
-    }
-  } else {
-    std::vector<uint8_t> raw(static_cast<size_t>(count) * wire_size);
-    if (!read_exact(f.get(), raw.data(), raw.size())) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(path, ": truncated: the header promises ", count, " elements"));
-    }
-    switch (type) {
-      case 0x09: widen_big_endian<int8_t>(raw, out.mutable_flat<int32_t>().data(), count); break;
-      case 0x0B: widen_big_endian<int16_t>(raw, out.mutable_flat<int32_t>().data(), count); break;
-      case 0x0C: widen_big_endian<int32_t>(raw, out.mutable_flat<int32_t>().data(), count); break;
-      case 0x0D: widen_big_endian<float>(raw, out.mutable_flat<float>().data(), count); break;
-      default: widen_big_endian<double>(raw, out.mutable_flat<double>().data(), count); break;
-    }
+  switch (type) {
+    case 0x08:
+      if (!raw.empty()) std::memcpy(out.mutable_raw_data(), raw.data(), raw.size());
+      break;
+    case 0x09: widen_big_endian<int8_t>(raw, out.mutable_flat<int32_t>().data(), count); break;
+    case 0x0B: widen_big_endian<int16_t>(raw, out.mutable_flat<int32_t>().data(), count); break;
+    case 0x0C: widen_big_endian<int32_t>(raw, out.mutable_flat<int32_t>().data(), count); break;
+    case 0x0D: widen_big_endian<float>(raw, out.mutable_flat<float>().data(), count); break;
+    default: widen_big_endian<double>(raw, out.mutable_flat<double>().data(), count); break;
   }
   uint8_t extra;
   if (gzread(f.get(), &extra, 1) > 0) {

@@ -55,6 +55,35 @@ TEST_F(IdxReaderTest, ReadsPlainAndGzipUint8) {
   }
 }
 
+// Found by fuzz/idx_fuzz.cc (corpus/idx/crash-a521489d...): a zero
+// dimension hid huge ones from the size check, and the reader aborted
+// constructing the Tensor instead of refusing the file.
+TEST_F(IdxReaderTest, ZeroDimensionDoesNotHideHugeOnes) {
+  const std::vector<uint8_t> header = {0, 0, 0x08, 4, 0xa7, 0, 0,    0, 0, 0,
+                                       0, 0, 0x5d, 0, 0,    0, 0xa7, 0, 0, 0};
+  auto t = read_idx_file(write("zero_dim", header, false));
+  EXPECT_EQ(t.status().code(), absl::StatusCode::kInvalidArgument) << t.status();
+  EXPECT_NE(t.status().message().find("implausibly large"), std::string::npos) << t.status();
+  // A zero dimension beside plausible ones is still an empty tensor.
+  auto empty = read_idx_file(write("empty", {0, 0, 0x08, 2, 0, 0, 0, 0, 0, 0, 0, 3}, false));
+  ASSERT_TRUE(empty.ok()) << empty.status();
+  EXPECT_EQ(empty->shape(), (Shape{0, 3}));
+}
+
+// Found by fuzz/idx_fuzz.cc (corpus/idx/oom-5f98496f...): a 64-byte file
+// whose header claims 0xf4f4f4f4 int32 elements made the reader allocate
+// 16 GiB before reading the payload; now it reads first and refuses.
+TEST_F(IdxReaderTest, HeaderAloneCannotAllocateWhatItClaims) {
+  std::vector<uint8_t> bytes(64, 0xf4);  // dims and payload: 0xf4...
+  bytes[0] = 0;
+  bytes[1] = 0;
+  bytes[2] = 0x0C;  // int32
+  bytes[3] = 1;     // rank 1
+  auto t = read_idx_file(write("claims_16gib", bytes, false));
+  EXPECT_EQ(t.status().code(), absl::StatusCode::kInvalidArgument) << t.status();
+  EXPECT_NE(t.status().message().find("truncated"), std::string::npos) << t.status();
+}
+
 TEST_F(IdxReaderTest, WidensBigEndianTypes) {
   // int16 [2]: 0x0102 = 258, 0xFFFE = -2.
   auto t = read_idx_file(write("i16", {0, 0, 0x0B, 1, 0, 0, 0, 2, 0x01, 0x02, 0xFF, 0xFE}, false));
