@@ -13,7 +13,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "base/logging.h"
-
 #include "psflow/cluster_spec.h"
 #include "psflow/status_macros.h"
 #include "psflow/tls_options.h"

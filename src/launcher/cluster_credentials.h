@@ -28,9 +28,10 @@ int remove_stale_credential_directories(const std::string& temp_root);
 // Owns a credentials directory for one local cluster and makes this process
 // the cluster's chief/0 for its channels: `make_fresh` writes a new CA and
 // a certificate per task into a private (0700) temporary directory, removed
-// on destruction (and by a later make_fresh if this process dies first); `use_directory` takes one `psflow certs` wrote and keeps
-// it. While it lives, create_channel defaults to chief/0's credentials; the
-// previous default comes back on destruction.
+// on destruction (or by a later make_fresh if this process dies first);
+// `use_directory` takes one `psflow certs` wrote and keeps it. While it
+// lives, create_channel defaults to chief/0's credentials; the previous
+// default comes back on destruction.
 // Thread-safety: not copyable or movable; construction and destruction are
 // not concurrent with other uses, and dir() is const.
 class LocalClusterCredentials {

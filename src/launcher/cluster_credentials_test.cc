@@ -8,8 +8,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
-#include "security/private_file.h"
 #include "rpc/transport_credentials.h"
+#include "security/private_file.h"
 
 namespace psflow::internal {
 namespace {
@@ -98,8 +98,10 @@ TEST(LocalClusterCredentialsTest, AFreshDirectoryNamesItsLauncher) {
   absl::StatusOr<std::unique_ptr<LocalClusterCredentials>> credentials =
       LocalClusterCredentials::make_fresh({{"chief", 0, "127.0.0.1"}});
   ASSERT_TRUE(credentials.ok()) << credentials.status();
-  EXPECT_EQ(std::filesystem::path((*credentials)->dir()).filename().string().rfind(
-                absl::StrCat("psflow-tls-", ::getpid(), "-"), 0),
+  EXPECT_EQ(std::filesystem::path((*credentials)->dir())
+                .filename()
+                .string()
+                .rfind(absl::StrCat("psflow-tls-", ::getpid(), "-"), 0),
             0u)
       << (*credentials)->dir();
   credentials->reset();

@@ -1,8 +1,8 @@
 // `psflow server --check-config`: checks TF_CONFIG and the flags as the
 // server would, prints one line and exits, without binding or waiting.
 #include <netinet/in.h>
-#include <sys/socket.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -99,7 +99,8 @@ TEST(ServerCheckConfigTest, ChecksTheCredentials) {
   const Outcome good = check_config(config, {"--tls-dir", certs});
   EXPECT_EQ(good.exit_code, 0) << good.err;
   EXPECT_THAT(good.out, HasSubstr("it would listen on 127.0.0.5:2222"));
-  EXPECT_THAT(good.out, HasSubstr(absl::StrCat("\ncredentials ok: ", certs, "/ps-1.crt names ps/1")));
+  EXPECT_THAT(good.out,
+              HasSubstr(absl::StrCat("\ncredentials ok: ", certs, "/ps-1.crt names ps/1")));
   EXPECT_THAT(good.out, HasSubstr("valid until"));
 
   const Outcome chief = check_config(tf_config(kCluster, "chief", 0), {"--tls-dir", certs});
@@ -108,17 +109,17 @@ TEST(ServerCheckConfigTest, ChecksTheCredentials) {
 
   // Another task's pair: the key matches and the CA signed it, but the CN
   // names ps/0.
-  const Outcome other = check_config(
-      config, {"--tls-ca", certs + "/ca.crt", "--tls-cert", certs + "/ps-0.crt", "--tls-key",
-               certs + "/ps-0.key"});
+  const Outcome other =
+      check_config(config, {"--tls-ca", certs + "/ca.crt", "--tls-cert", certs + "/ps-0.crt",
+                            "--tls-key", certs + "/ps-0.key"});
   EXPECT_EQ(other.exit_code, 2) << other.out;
   EXPECT_THAT(other.err, HasSubstr(R"(names task "ps/0")"));
   EXPECT_THAT(other.err, HasSubstr(R"(this task is "ps/1")"));
   EXPECT_TRUE(other.out.empty()) << other.out;
 
-  const Outcome mismatched = check_config(
-      config, {"--tls-ca", certs + "/ca.crt", "--tls-cert", certs + "/ps-1.crt", "--tls-key",
-               certs + "/ps-0.key"});
+  const Outcome mismatched =
+      check_config(config, {"--tls-ca", certs + "/ca.crt", "--tls-cert", certs + "/ps-1.crt",
+                            "--tls-key", certs + "/ps-0.key"});
   EXPECT_EQ(mismatched.exit_code, 2) << mismatched.out;
   EXPECT_THAT(mismatched.err, HasSubstr("does not match the certificate"));
 
