@@ -1,5 +1,6 @@
 // `psflow server --check-config`: checks TF_CONFIG and the flags as the
-// server would, prints one line and exits, without binding or waiting.
+// server would (and the credentials it is given), prints what it found and
+// exits, without binding or waiting.
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <sys/socket.h>
