@@ -20,6 +20,7 @@
 #include "psflow/server.h"
 #include "psflow/status_macros.h"
 #include "rpc/task_status.h"
+#include "security/tls_credentials.h"
 #include "server/task_plan.h"
 
 namespace psflow::internal {
@@ -68,9 +69,13 @@ accepts on every interface deliberately; on Kubernetes --bind $(POD_IP):2222
 and the flags as the server reads them, the checks of TensorFlow's
 ParameterServerStrategy that the chief applies (known job names, at most one
 chief, at least one ps and one worker, the task's index in range), and the
-address the task would listen on (its name resolved unless --bind is given).
-It binds no port and waits for no other task. It prints one line,
+address the task would listen on (its name resolved unless --bind is given),
+and the credentials it was given (each file loads, the key matches the
+certificate, the certificate is signed by the CA, names this task as its
+Subject CN and is in date). It binds no port and waits for no other task. It
+prints one line, and a second with credentials,
   TF_CONFIG ok: this task is ps:1 of {chief: 1, ps: 2, worker: 2}; it would listen on ...
+  credentials ok: /certs/ps-1.crt names ps/1, matches ..., valid until ...
 and exits 0, or prints the error and exits 2. A chief's or an evaluator's
 TF_CONFIG is checked too (they run `psflow train` and `psflow eval`, which
 listen on no port).
@@ -295,6 +300,19 @@ std::string job_counts(const ClusterSpec& spec) {
   return absl::StrCat("{", absl::StrJoin(jobs, ", "), "}");
 }
 
+// What --check-config says about the transport: the credentials load (each
+// file parses, the key matches, the certificate is signed by the CA and in
+// date) and name this task. Empty without credentials (plaintext).
+absl::StatusOr<std::string> check_credentials(const TlsOptions& tls, const Role& role) {
+  if (tls.empty()) return std::string();
+  PSFLOW_ASSIGN_OR_RETURN(TlsFiles files, tls_files(tls, role.job, role.index));
+  PSFLOW_ASSIGN_OR_RETURN(TlsCredentials loaded, load_tls_credentials(files));
+  PSFLOW_RETURN_IF_ERROR(check_task_common_name(loaded, role.job, role.index));
+  return absl::StrCat("credentials ok: ", files.cert_file, " names ", loaded.common_name,
+                      ", matches ", files.key_file, ", is signed by ", files.ca_file,
+                      " and is valid until ", loaded.not_after);
+}
+
 // --check-config: the server's own checks (plan_task, as Server::create),
 // preceded by the ParameterServerStrategy checks the chief applies; binds
 // nothing.
@@ -306,11 +324,14 @@ int check_config(const ServerFlags& flags, const Role& role, const ServerOptions
   const std::string task = absl::StrCat(
       flags.cluster_json.empty() ? "TF_CONFIG ok" : "configuration ok", ": this task is ", role.job,
       ":", role.index, " of ", job_counts(role.spec), "; ");
+  absl::StatusOr<std::string> credentials = check_credentials(options.tls, role);
+  if (!credentials.ok()) return usage_error(sv(credentials.status().message()));
   if (role.job == kChiefJob || role.job == kEvaluatorJob) {
     std::printf("%s%s\n", task.c_str(),
                 role.job == kChiefJob
                     ? "it is the coordinator: run it with `psflow train`, which listens on no port"
                     : "it is the evaluator: run it with `psflow eval`, which listens on no port");
+    if (!credentials->empty()) std::printf("%s\n", credentials->c_str());
     std::fflush(stdout);
     return kExitOk;
   }
@@ -318,6 +339,7 @@ int check_config(const ServerFlags& flags, const Role& role, const ServerOptions
   if (!plan.ok()) return usage_error(sv(plan.status().message()));
   std::printf("%sit would listen on %s (%s)\n", task.c_str(), plan->listen.address.c_str(),
               plan->listen.origin.c_str());
+  if (!credentials->empty()) std::printf("%s\n", credentials->c_str());
   std::fflush(stdout);
   return kExitOk;
 }

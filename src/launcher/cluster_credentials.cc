@@ -1,8 +1,18 @@
 #include "launcher/cluster_credentials.h"
 
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <filesystem>
+#include <optional>
 #include <utility>
 
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "base/logging.h"
 #include "psflow/cluster_spec.h"
 #include "psflow/status_macros.h"
 #include "psflow/tls_options.h"
@@ -17,7 +27,44 @@ void remove_directory(const std::string& dir) {
   std::filesystem::remove_all(dir, error);
 }
 
+// The launcher's pid in a fresh directory's name, "psflow-tls-<pid>-...".
+std::optional<pid_t> launcher_pid(absl::string_view name) {
+  if (!absl::ConsumePrefix(&name, kCredentialsDirPrefix)) return std::nullopt;
+  const size_t dash = name.find('-');
+  if (dash == absl::string_view::npos) return std::nullopt;
+  int pid = 0;
+  if (!absl::SimpleAtoi(name.substr(0, dash), &pid) || pid <= 0) return std::nullopt;
+  return static_cast<pid_t>(pid);
+}
+
 }  // namespace
+
+int remove_stale_credential_directories(const std::string& temp_root) {
+  std::error_code error;
+  std::filesystem::directory_iterator entries(temp_root, error);
+  if (error) return 0;
+  int removed = 0;
+  int scanned = 0;
+  for (const std::filesystem::directory_entry& entry : entries) {
+    if (++scanned > kMaxStaleScanEntries) break;
+    const std::optional<pid_t> pid = launcher_pid(entry.path().filename().string());
+    if (!pid.has_value()) continue;
+    struct stat info {};
+    // lstat: a symbolic link planted under the name is not followed.
+    if (::lstat(entry.path().c_str(), &info) != 0 || !S_ISDIR(info.st_mode) ||
+        info.st_uid != ::geteuid()) {
+      continue;
+    }
+    // ESRCH: no such process. EPERM means it lives (as another user).
+    if (::kill(*pid, 0) == 0 || errno != ESRCH) continue;
+    std::filesystem::remove_all(entry.path(), error);
+    if (error) continue;
+    PSFLOW_LOG(Info, "removed ", entry.path().string(),
+               ", the credentials of a local cluster whose launcher (pid ", *pid, ") is gone");
+    ++removed;
+  }
+  return removed;
+}
 
 LocalClusterCredentials::LocalClusterCredentials(std::string dir, bool owned,
                                                  std::shared_ptr<const TlsCredentials> previous)
@@ -44,7 +91,9 @@ absl::StatusOr<std::unique_ptr<LocalClusterCredentials>> LocalClusterCredentials
 
 absl::StatusOr<std::unique_ptr<LocalClusterCredentials>> LocalClusterCredentials::make_fresh(
     const std::vector<CertifiedTask>& tasks) {
-  PSFLOW_ASSIGN_OR_RETURN(std::string dir, make_private_temp_directory("psflow-tls-"));
+  (void)remove_stale_credential_directories(temp_directory_root());
+  PSFLOW_ASSIGN_OR_RETURN(std::string dir, make_private_temp_directory(absl::StrCat(
+                                               kCredentialsDirPrefix, ::getpid(), "-")));
   ClusterCertificatesOptions options;
   options.ca_name = "psflow local cluster CA (one run)";
   // The run's CA dies with the run; a week covers any run and limits

@@ -85,10 +85,13 @@ absl::Status make_private_directory(const std::string& path) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::string> make_private_temp_directory(std::string_view prefix) {
+std::string temp_directory_root() {
   const char* tmp = std::getenv("TMPDIR");
-  std::string pattern =
-      absl::StrCat(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp", "/", av(prefix), "XXXXXX");
+  return tmp != nullptr && *tmp != '\0' ? tmp : "/tmp";
+}
+
+absl::StatusOr<std::string> make_private_temp_directory(std::string_view prefix) {
+  std::string pattern = absl::StrCat(temp_directory_root(), "/", av(prefix), "XXXXXX");
   std::vector<char> name(pattern.begin(), pattern.end());
   name.push_back('\0');
   if (::mkdtemp(name.data()) == nullptr) {

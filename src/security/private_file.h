@@ -22,6 +22,9 @@ namespace psflow::internal {
 // last component; an existing directory is kept as it is.
 [[nodiscard]] absl::Status make_private_directory(const std::string& path);
 
+// Where temporary files go: $TMPDIR, or /tmp when it is unset or empty.
+[[nodiscard]] std::string temp_directory_root();
+
 // A new empty directory only this user may enter (mkdtemp, 0700) under
 // $TMPDIR or /tmp, named "<prefix>XXXXXX".
 [[nodiscard]] absl::StatusOr<std::string> make_private_temp_directory(std::string_view prefix);

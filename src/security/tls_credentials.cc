@@ -123,7 +123,23 @@ absl::StatusOr<TlsCredentials> load_tls_credentials(const TlsFiles& files) {
   PSFLOW_RETURN_IF_ERROR(check_dates(cert.get(), cert_origin));
   PSFLOW_RETURN_IF_ERROR(verify_signed_by(cert.get(), ca.get(), files));
   out.common_name = common_name(cert.get());
+  if (BioPtr bio(BIO_new(BIO_s_mem()));
+      bio != nullptr && ASN1_TIME_print(bio.get(), X509_get0_notAfter(cert.get())) == 1) {
+    char* data = nullptr;
+    const long size = BIO_get_mem_data(bio.get(), &data);
+    if (data != nullptr && size > 0) out.not_after.assign(data, static_cast<size_t>(size));
+  }
+  ERR_clear_error();
   return out;
+}
+
+absl::Status check_task_common_name(const TlsCredentials& tls, std::string_view job, int index) {
+  const std::string expected = task_common_name(job, index);
+  if (tls.common_name == expected) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      "TLS certificate names task \"", tls.common_name, "\" (Subject CN) but this task is \"",
+      expected, "\": give this task its own certificate (", task_file_stem(job, index),
+      ".crt and .key from `psflow certs`)"));
 }
 
 }  // namespace psflow::internal

@@ -26,6 +26,9 @@ struct TlsCredentials {
   std::string key_pem;
   // The certificate's Subject CN ("ps/0"), for logs.
   std::string common_name;
+  // The certificate's end of validity as OpenSSL prints it
+  // ("Nov 27 06:00:00 2027 GMT"), for --check-config.
+  std::string not_after;
 };
 
 // The files `options` names for task `index` of `job`: the directory's
@@ -41,6 +44,12 @@ struct TlsCredentials {
 // naming chmod 600 (group access is accepted, as Kubernetes' fsGroup needs
 // it). Errors name the file and the fix (`psflow certs`).
 [[nodiscard]] absl::StatusOr<TlsCredentials> load_tls_credentials(const TlsFiles& files);
+
+// OK when `tls` is the certificate of task `index` of `job`: its Subject CN
+// is "<job>/<index>". FAILED_PRECONDITION naming both names and the fix
+// otherwise (peers would authorise the task by the other name).
+[[nodiscard]] absl::Status check_task_common_name(const TlsCredentials& tls, std::string_view job,
+                                                  int index);
 
 }  // namespace psflow::internal
 

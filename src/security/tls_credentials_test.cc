@@ -117,6 +117,21 @@ TEST(TlsCredentialsTest, RefusesKeyOfAnotherCertificate) {
   EXPECT_THAT(tls.status().message(), HasSubstr(dir.file("worker-0.key")));
 }
 
+TEST(TlsCredentialsTest, CommonNameMustNameTheTask) {
+  TestDir dir;
+  ASSERT_TRUE(write_cluster_certificates(two_tasks(), dir.path()).ok());
+  TlsCredentials ps = ok_value(
+      load_tls_credentials({dir.file("ca.crt"), dir.file("ps-0.crt"), dir.file("ps-0.key")}));
+  EXPECT_TRUE(check_task_common_name(ps, "ps", 0).ok());
+  EXPECT_THAT(ps.not_after, HasSubstr("GMT"));
+  const absl::Status other = check_task_common_name(ps, "worker", 0);
+  EXPECT_EQ(other.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(other.message(), HasSubstr("\"ps/0\""));
+  EXPECT_THAT(other.message(), HasSubstr("\"worker/0\""));
+  EXPECT_THAT(other.message(), HasSubstr("worker-0.crt"));
+  EXPECT_FALSE(check_task_common_name(ps, "ps", 1).ok());
+}
+
 TEST(TlsCredentialsTest, RefusesCertificateOfAnotherCa) {
   TestDir one;
   TestDir two;

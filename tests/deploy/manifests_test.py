@@ -125,6 +125,14 @@ def pod_environment(container, namespace, pod_name, pod_ip):
     return env
 
 
+def drop_tls_dir(env):
+    """The environment without PSFLOW_TLS_DIR: the secret it names is not
+    mounted here and --check-config would check the credentials in it
+    (test_every_pod_has_its_tls_credentials_from_a_secret checks the mount)."""
+    env.pop("PSFLOW_TLS_DIR", None)
+    return env
+
+
 def expand(text, env):
     """Kubernetes' $(VAR) expansion in command, args and env values: a
     defined variable is replaced, an undefined reference is kept, $$ escapes."""
@@ -351,6 +359,7 @@ class TFJobTest(unittest.TestCase):
                 with self.subTest(f"{role}:{index}"):
                     env = base_environment("/nonexistent")
                     env.update(pod_environment(container, namespace, pod_name, pod_ip))
+                    drop_tls_dir(env)
                     env["TF_CONFIG"] = synthesize_tf_config(hosts, role, index)
                     self.assertEqual(container["command"], ["psflow"])
                     args = [expand(a, env) for a in container.get("args", [])]
@@ -417,7 +426,7 @@ class PlainKubernetesTest(unittest.TestCase):
         if workload["kind"] == "Job":
             env["JOB_COMPLETION_INDEX"] = str(index)
         env.update(pod_environment(container, self.namespace, pod, pod_ip))
-        return container, env
+        return container, drop_tls_dir(env)
 
     def test_workloads_agree_with_the_service_and_each_other(self):
         self.assertEqual(self.service["spec"].get("clusterIP"), "None", "a headless Service")

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
@@ -187,6 +188,49 @@ TEST(LocalClusterCliTest, SigtermStopsTasksAndExits143) {
   EXPECT_TRUE(running.empty()) << running.size() << " tasks still running";
   for (size_t i : running) ::kill(tasks[i].pid, SIGKILL);
   close_all(fds);
+}
+
+// The fresh credentials directories of launcher `pid` in the temporary
+// directory (scan bounded like the launcher's own).
+std::vector<std::string> credentials_dirs_of(pid_t pid) {
+  const std::string prefix = absl::StrCat("psflow-tls-", pid, "-");
+  std::vector<std::string> found;
+  std::error_code error;
+  int scanned = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(temp_directory_root(), error)) {
+    if (++scanned > 100000) break;
+    if (entry.path().filename().string().rfind(prefix, 0) == 0) {
+      found.push_back(entry.path().string());
+    }
+  }
+  return found;
+}
+
+// A SIGKILLed launcher cannot remove its fresh credentials; the next local
+// cluster of the same user does.
+TEST(LocalClusterCliTest, TheNextLauncherRemovesTheCredentialsOfAKilledOne) {
+  TestProcess first = launch_local_cluster();
+  ASSERT_GT(first.pid(), 0);
+  const pid_t first_pid = first.pid();
+  std::vector<TaskLine> tasks = start_launcher(first, 5);
+  ASSERT_EQ(tasks.size(), 5u);
+  const std::vector<int> fds = open_pidfds(tasks);
+  EXPECT_EQ(credentials_dirs_of(first_pid).size(), 1u);
+  ASSERT_TRUE(first.signal(SIGKILL));
+  ASSERT_TRUE(first.wait(absl::Now() + absl::Seconds(10)).has_value());
+  EXPECT_TRUE(still_running(fds, absl::Now() + absl::Seconds(10)).empty());
+  close_all(fds);
+  const std::vector<std::string> left = credentials_dirs_of(first_pid);
+  ASSERT_EQ(left.size(), 1u) << "the killed launcher's directory should still be there";
+
+  TestProcess second = launch_local_cluster();
+  ASSERT_GT(second.pid(), 0);
+  EXPECT_EQ(start_launcher(second, 5).size(), 5u);
+  EXPECT_FALSE(std::filesystem::exists(left[0])) << left[0];
+  EXPECT_EQ(credentials_dirs_of(second.pid()).size(), 1u);
+  ASSERT_TRUE(second.signal(SIGTERM));
+  EXPECT_EQ(second.wait_exit_code(absl::Now() + absl::Seconds(10)), 143);
+  EXPECT_TRUE(credentials_dirs_of(second.pid()).empty());
 }
 
 }  // namespace

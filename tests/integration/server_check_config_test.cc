@@ -1,9 +1,12 @@
 // `psflow server --check-config`: checks TF_CONFIG and the flags as the
-// server would, prints one line and exits, without binding or waiting.
+// server would (and the credentials it is given), prints what it found and
+// exits, without binding or waiting.
 #include <netinet/in.h>
+#include <stdlib.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <map>
 #include <string>
 #include <vector>
@@ -70,6 +73,62 @@ TEST(ServerCheckConfigTest, TheChiefsConfigIsCheckedToo) {
   EXPECT_EQ(chief.out,
             "TF_CONFIG ok: this task is chief:0 of {chief: 1, ps: 2, worker: 2}; it is the "
             "coordinator: run it with `psflow train`, which listens on no port\n");
+}
+
+Outcome run_psflow(std::vector<std::string> argv) {
+  argv.insert(argv.begin(), PSFLOW_BINARY_PATH);
+  TestProcess process(argv, test_environment({}));
+  Outcome outcome;
+  if (process.pid() <= 0) return outcome;
+  const absl::Time deadline = absl::Now() + absl::Seconds(60);
+  outcome.out = process.read_stdout(deadline);
+  outcome.err = process.read_stderr(deadline);
+  outcome.exit_code = process.wait_exit_code(deadline);
+  return outcome;
+}
+
+// The credentials a task is given are loaded and checked as the server
+// would, and must name the task.
+TEST(ServerCheckConfigTest, ChecksTheCredentials) {
+  std::string base = ::testing::TempDir() + "/check_config_tls_XXXXXX";
+  ASSERT_NE(::mkdtemp(base.data()), nullptr);
+  const std::string certs = base + "/certs";
+  const Outcome made = run_psflow({"certs", "--cluster-spec", kCluster, "--out", certs});
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  const std::string config = tf_config(kCluster, "ps", 1);
+
+  const Outcome good = check_config(config, {"--tls-dir", certs});
+  EXPECT_EQ(good.exit_code, 0) << good.err;
+  EXPECT_THAT(good.out, HasSubstr("it would listen on 127.0.0.5:2222"));
+  EXPECT_THAT(good.out,
+              HasSubstr(absl::StrCat("\ncredentials ok: ", certs, "/ps-1.crt names ps/1")));
+  EXPECT_THAT(good.out, HasSubstr("valid until"));
+
+  const Outcome chief = check_config(tf_config(kCluster, "chief", 0), {"--tls-dir", certs});
+  EXPECT_EQ(chief.exit_code, 0) << chief.err;
+  EXPECT_THAT(chief.out, HasSubstr("names chief/0"));
+
+  // Another task's pair: the key matches and the CA signed it, but the CN
+  // names ps/0.
+  const Outcome other =
+      check_config(config, {"--tls-ca", certs + "/ca.crt", "--tls-cert", certs + "/ps-0.crt",
+                            "--tls-key", certs + "/ps-0.key"});
+  EXPECT_EQ(other.exit_code, 2) << other.out;
+  EXPECT_THAT(other.err, HasSubstr(R"(names task "ps/0")"));
+  EXPECT_THAT(other.err, HasSubstr(R"(this task is "ps/1")"));
+  EXPECT_TRUE(other.out.empty()) << other.out;
+
+  const Outcome mismatched =
+      check_config(config, {"--tls-ca", certs + "/ca.crt", "--tls-cert", certs + "/ps-1.crt",
+                            "--tls-key", certs + "/ps-0.key"});
+  EXPECT_EQ(mismatched.exit_code, 2) << mismatched.out;
+  EXPECT_THAT(mismatched.err, HasSubstr("does not match the certificate"));
+
+  const Outcome missing = check_config(config, {"--tls-dir", base + "/absent"});
+  EXPECT_EQ(missing.exit_code, 2) << missing.out;
+  EXPECT_THAT(missing.err, HasSubstr(base + "/absent/ca.crt"));
+  EXPECT_THAT(missing.err, HasSubstr("psflow certs"));
+  std::filesystem::remove_all(base);
 }
 
 // It binds nothing: the task's port may be held by another socket.
