@@ -10,6 +10,7 @@
 #include "base/strings.h"
 #include "base/version.h"
 #include "psflow/cluster_spec.h"
+#include "rpc/grpc_status.h"
 #include "rpc/parsed_call.h"
 
 namespace psflow::internal {
@@ -136,6 +137,15 @@ grpc::ServerUnaryReactor* TaskStatus::answer(grpc::CallbackServerContext* contex
   note_caller(context, "GetStatus");
   fill(call->response());
   call->finish(grpc::Status::OK);
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* TaskStatus::refuse(grpc::CallbackServerContext* context,
+                                             std::string_view call,
+                                             const absl::Status& status) const {
+  note_error(call, status);
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(to_grpc_status(status));
   return reactor;
 }
 

@@ -61,6 +61,9 @@ class TaskStatus {
   // repeating a bad request (or a stop cancelling every call) cannot flood
   // the log while an operator still sees what goes wrong and how often.
   void note_error(std::string_view call, const absl::Status& status) const;
+  // Finishes a call the caller may not make with `status`, noted as above.
+  grpc::ServerUnaryReactor* refuse(grpc::CallbackServerContext* context, std::string_view call,
+                                   const absl::Status& status) const;
   static constexpr size_t kMaxErrorKinds = 64;
   [[nodiscard]] const std::string& job_name() const { return job_name_; }
   [[nodiscard]] int task_index() const { return task_index_; }

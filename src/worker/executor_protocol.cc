@@ -219,7 +219,7 @@ grpc::ServerUnaryReactor* ExecutorServiceImpl::CreateValue(grpc::CallbackServerC
                                                            const grpc::ByteBuffer* request,
                                                            grpc::ByteBuffer* response) {
   absl::StatusOr<PeerIdentity> caller = authorize_call(*context, Method::kWorkerCreateValue);
-  if (!caller.ok()) return refuse(context, "CreateValue", caller.status());
+  if (!caller.ok()) return status_->refuse(context, "CreateValue", caller.status());
   const std::string owner = caller->owner();
   v1::CreateValueRequest message;
   if (absl::Status s = parse(*request, &message); !s.ok()) return finish(context, s);
@@ -260,7 +260,7 @@ grpc::ServerUnaryReactor* ExecutorServiceImpl::CreateCall(grpc::CallbackServerCo
                                                           const grpc::ByteBuffer* request,
                                                           grpc::ByteBuffer* response) {
   absl::StatusOr<PeerIdentity> caller = authorize_call(*context, Method::kWorkerCreateCall);
-  if (!caller.ok()) return refuse(context, "CreateCall", caller.status());
+  if (!caller.ok()) return status_->refuse(context, "CreateCall", caller.status());
   v1::CreateCallRequest message;
   if (absl::Status s = parse(*request, &message); !s.ok()) return finish(context, s);
   if (message.function_ref().id().empty()) {
@@ -300,7 +300,7 @@ grpc::ServerUnaryReactor* ExecutorServiceImpl::CreateStruct(grpc::CallbackServer
                                                             const grpc::ByteBuffer* request,
                                                             grpc::ByteBuffer* response) {
   absl::StatusOr<PeerIdentity> caller = authorize_call(*context, Method::kWorkerCreateStruct);
-  if (!caller.ok()) return refuse(context, "CreateStruct", caller.status());
+  if (!caller.ok()) return status_->refuse(context, "CreateStruct", caller.status());
   v1::CreateStructRequest message;
   if (absl::Status s = parse(*request, &message); !s.ok()) return finish(context, s);
   std::vector<ValueGraph::Element> elements;
@@ -323,7 +323,7 @@ grpc::ServerUnaryReactor* ExecutorServiceImpl::CreateSelection(grpc::CallbackSer
                                                                const grpc::ByteBuffer* request,
                                                                grpc::ByteBuffer* response) {
   absl::StatusOr<PeerIdentity> caller = authorize_call(*context, Method::kWorkerCreateSelection);
-  if (!caller.ok()) return refuse(context, "CreateSelection", caller.status());
+  if (!caller.ok()) return status_->refuse(context, "CreateSelection", caller.status());
   v1::CreateSelectionRequest message;
   if (absl::Status s = parse(*request, &message); !s.ok()) return finish(context, s);
   if (message.source_ref().id().empty()) {
@@ -341,7 +341,7 @@ grpc::ServerUnaryReactor* ExecutorServiceImpl::Compute(grpc::CallbackServerConte
                                                        const grpc::ByteBuffer* request,
                                                        grpc::ByteBuffer* response) {
   absl::StatusOr<PeerIdentity> caller = authorize_call(*context, Method::kWorkerCompute);
-  if (!caller.ok()) return refuse(context, "Compute", caller.status());
+  if (!caller.ok()) return status_->refuse(context, "Compute", caller.status());
   v1::ComputeRequest message;
   absl::Status status = parse(*request, &message);
   if (status.ok() && message.value_ref().id().empty()) {
@@ -363,7 +363,7 @@ grpc::ServerUnaryReactor* ExecutorServiceImpl::Dispose(grpc::CallbackServerConte
                                                        const grpc::ByteBuffer* request,
                                                        grpc::ByteBuffer* response) {
   absl::StatusOr<PeerIdentity> caller = authorize_call(*context, Method::kWorkerDispose);
-  if (!caller.ok()) return refuse(context, "Dispose", caller.status());
+  if (!caller.ok()) return status_->refuse(context, "Dispose", caller.status());
   v1::DisposeRequest message;
   if (absl::Status s = parse(*request, &message); !s.ok()) return finish(context, s);
   std::vector<std::string> ids;
@@ -381,7 +381,7 @@ grpc::ServerUnaryReactor* ExecutorServiceImpl::GetExecutorStats(
   if (absl::StatusOr<PeerIdentity> caller =
           authorize_call(*context, Method::kWorkerGetExecutorStats);
       !caller.ok()) {
-    return refuse(context, "GetExecutorStats", caller.status());
+    return status_->refuse(context, "GetExecutorStats", caller.status());
   }
   grpc::ServerUnaryReactor* reactor = nullptr;
   auto* call = parse_call<v1::GetExecutorStatsRequest, v1::GetExecutorStatsResponse>(

@@ -47,18 +47,9 @@ grpc::ServerUnaryReactor* ExecutorServiceImpl::GetStatus(grpc::CallbackServerCon
                                                          grpc::ByteBuffer* raw_response) {
   if (absl::StatusOr<PeerIdentity> caller = authorize_call(*context, Method::kWorkerGetStatus);
       !caller.ok()) {
-    return refuse(context, "GetStatus", caller.status());
+    return status_->refuse(context, "GetStatus", caller.status());
   }
   return status_->answer(context, *raw_request, raw_response);
-}
-
-grpc::ServerUnaryReactor* ExecutorServiceImpl::refuse(grpc::CallbackServerContext* context,
-                                                      std::string_view call,
-                                                      const absl::Status& status) const {
-  status_->note_error(call, status);
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(to_grpc_status(status));
-  return reactor;
 }
 
 absl::Status ExecutorServiceImpl::check_function(std::string_view name,
@@ -78,7 +69,7 @@ grpc::ServerUnaryReactor* ExecutorServiceImpl::RunFunction(grpc::CallbackServerC
                                                            const grpc::ByteBuffer* raw_request,
                                                            grpc::ByteBuffer* raw_response) {
   absl::StatusOr<PeerIdentity> caller = authorize_call(*context, Method::kWorkerRunFunction);
-  if (!caller.ok()) return refuse(context, "RunFunction", caller.status());
+  if (!caller.ok()) return status_->refuse(context, "RunFunction", caller.status());
   grpc::ServerUnaryReactor* reactor = nullptr;
   auto* call = parse_call<v1::RunFunctionRequest, v1::RunFunctionResponse>(*raw_request,
                                                                            raw_response, &reactor);
@@ -263,7 +254,7 @@ grpc::ServerUnaryReactor* ExecutorServiceImpl::CancelFunction(grpc::CallbackServ
                                                               const grpc::ByteBuffer* raw_request,
                                                               grpc::ByteBuffer* raw_response) {
   absl::StatusOr<PeerIdentity> caller = authorize_call(*context, Method::kWorkerCancelFunction);
-  if (!caller.ok()) return refuse(context, "CancelFunction", caller.status());
+  if (!caller.ok()) return status_->refuse(context, "CancelFunction", caller.status());
   grpc::ServerUnaryReactor* reactor = nullptr;
   auto* call = parse_call<v1::CancelFunctionRequest, v1::CancelFunctionResponse>(
       *raw_request, raw_response, &reactor);

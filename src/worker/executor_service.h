@@ -168,9 +168,6 @@ class ExecutorServiceImpl final
   // Closures by (client, closure id): clients number their closures alike.
   using RunningKey = std::pair<std::string, uint64_t>;
 
-  // Finishes a call the caller may not make with `status` (logged).
-  grpc::ServerUnaryReactor* refuse(grpc::CallbackServerContext* context, std::string_view call,
-                                   const absl::Status& status) const;
   // OK when `name` is registered; else NOT_FOUND, listing registered names
   // only to callers who may see them (may_list_function_names).
   absl::Status check_function(std::string_view name, const PeerIdentity& caller) const;

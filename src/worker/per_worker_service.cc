@@ -16,7 +16,7 @@ grpc::ServerUnaryReactor* ExecutorServiceImpl::DisposePerWorker(
   if (absl::StatusOr<PeerIdentity> caller =
           authorize_call(*context, Method::kWorkerDisposePerWorker);
       !caller.ok()) {
-    return refuse(context, "DisposePerWorker", caller.status());
+    return status_->refuse(context, "DisposePerWorker", caller.status());
   }
   grpc::ServerUnaryReactor* reactor = nullptr;
   auto* call = parse_call<v1::DisposePerWorkerRequest, v1::DisposePerWorkerResponse>(

@@ -166,18 +166,9 @@ grpc::ServerUnaryReactor* VariableServiceImpl::GetStatus(grpc::CallbackServerCon
                                                          grpc::ByteBuffer* response) {
   if (absl::StatusOr<PeerIdentity> caller = authorize_call(*context, Method::kPsGetStatus);
       !caller.ok()) {
-    return refuse(context, "GetStatus", caller.status());
+    return status_->refuse(context, "GetStatus", caller.status());
   }
   return status_->answer(context, *request, response);
-}
-
-grpc::ServerUnaryReactor* VariableServiceImpl::refuse(grpc::CallbackServerContext* context,
-                                                      std::string_view call,
-                                                      const absl::Status& status) const {
-  status_->note_error(call, status);
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(to_grpc_status(status));
-  return reactor;
 }
 
 grpc::ServerUnaryReactor* VariableServiceImpl::Execute(grpc::CallbackServerContext* context,
@@ -185,7 +176,7 @@ grpc::ServerUnaryReactor* VariableServiceImpl::Execute(grpc::CallbackServerConte
                                                        grpc::ByteBuffer* response) {
   status_->note_caller(context, "Execute");
   absl::StatusOr<PeerIdentity> authorized = authorize_call(*context, Method::kPsExecute);
-  if (!authorized.ok()) return refuse(context, "Execute", authorized.status());
+  if (!authorized.ok()) return status_->refuse(context, "Execute", authorized.status());
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   // The request and response buffers stay valid until Finish().
   // Every outcome but success is also in the task's log (rate-limited).
@@ -240,7 +231,7 @@ grpc::ServerUnaryReactor* VariableServiceImpl::ListVariables(grpc::CallbackServe
                                                              grpc::ByteBuffer* raw_response) {
   if (absl::StatusOr<PeerIdentity> caller = authorize_call(*context, Method::kPsListVariables);
       !caller.ok()) {
-    return refuse(context, "ListVariables", caller.status());
+    return status_->refuse(context, "ListVariables", caller.status());
   }
   grpc::ServerUnaryReactor* reactor = nullptr;
   auto* call = parse_call<v1::ListVariablesRequest, v1::ListVariablesResponse>(

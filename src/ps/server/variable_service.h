@@ -83,10 +83,6 @@ class VariableServiceImpl final : public v1::VariableService::WithRawCallbackMet
                                           grpc::ByteBuffer* response) override;
 
  private:
-  // Finishes a call the caller may not make with `status` (logged).
-  grpc::ServerUnaryReactor* refuse(grpc::CallbackServerContext* context, std::string_view call,
-                                   const absl::Status& status) const;
-
   const TaskStatus* status_;
   std::shared_ptr<VariableStore> store_;
   const VariableServiceOptions options_;
