@@ -204,9 +204,12 @@ TEST_F(ExecutorProtocolTest, CancelledCreateValueLeavesNoValue) {
   context.TryCancel();
   caller.join();
   EXPECT_EQ(status.error_code(), grpc::StatusCode::CANCELLED) << status.error_message();
-  // Once the worker has created (and disposed) the value, none is live.
+  // The worker creates the value and then disposes of it (in the handler or
+  // in OnCancel, whichever learns of the cancellation), so the stats may be
+  // read between the two: wait (bounded) for the state the contract promises.
   v1::GetExecutorStatsResponse stats = raw_stats();
-  for (int i = 0; i < 20000 && stats.values_created() == 0; ++i) {
+  const absl::Time deadline = absl::Now() + absl::Seconds(20);
+  while ((stats.values_created() == 0 || stats.live_values() != 0) && absl::Now() < deadline) {
     std::this_thread::yield();
     stats = raw_stats();
   }
