@@ -14,6 +14,11 @@ PACKAGES=(
   # the reports' stacks (make sanitize, make tsan, make fuzz, make test).
   libclang-rt-14-dev libfuzzer-14-dev llvm-14
   procps iproute2 nftables python3 python3-yaml
+  # The Python front end (pybind11 module, NumPy arrays, pytest suite) and
+  # the PyTorch examples and torch.distributed.rpc baselines of bench/.
+  python3-dev pybind11-dev python3-numpy python3-pytest python3-torch
+  # Step profiles (bench/): perf record/report.
+  linux-perf
   dataset-fashion-mnist
 )
 
