@@ -18,6 +18,21 @@ class StepObserver {
   virtual void on_steps(int64_t done, double mean_loss) = 0;
 };
 
+// Both of two observers (either may be null), in order.
+// Thread-safety: as StepObserver.
+class StepObserverPair final : public StepObserver {
+ public:
+  StepObserverPair(StepObserver* first, StepObserver* second) : first_(first), second_(second) {}
+  void on_steps(int64_t done, double mean_loss) override {
+    if (first_ != nullptr) first_->on_steps(done, mean_loss);
+    if (second_ != nullptr) second_->on_steps(done, mean_loss);
+  }
+
+ private:
+  StepObserver* const first_;
+  StepObserver* const second_;
+};
+
 }  // namespace psflow::internal
 
 #endif  // PSFLOW_TRAIN_STEP_OBSERVER_H_

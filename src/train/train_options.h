@@ -64,8 +64,8 @@ struct TrainOptions {
   // Redraw one progress line in place (a terminal) rather than printing
   // a line every tenth of an epoch (logs, CI).
   bool interactive_progress = false;
-  // Told of the steps as they complete (per-step TensorBoard scalars); null
-  // for none. Set by the trainer; must outlive the run.
+  // Told of the steps as they complete, besides the trainer's own observer
+  // (per-step TensorBoard scalars); null for none. Must outlive the run.
   StepObserver* step_observer = nullptr;
 };
 

@@ -17,6 +17,7 @@
 #include "train/ps_training.h"
 #include "train/run_record.h"
 #include "train/run_reporter.h"
+#include "train/step_observer.h"
 #include "train/step_scalars.h"
 #include "train/training_session.h"
 
@@ -134,7 +135,9 @@ absl::StatusOr<TrainSummary> train_model(const ClusterSpec& spec, const TrainOpt
       options, start, std::move(initial),
       [&](const TrainSummary& s) { return summary_json(s, options, model); }, schedule);
   PSFLOW_RETURN_IF_ERROR(reporter.open());
-  options.step_observer = reporter.step_observer();
+  // The caller's observer (tests pacing faults by progress) sees the steps too.
+  StepObserverPair observers(reporter.step_observer(), options.step_observer);
+  options.step_observer = &observers;
   EpochHooks hooks;
   hooks.run_epoch = [&](int epoch, int64_t done_steps, int64_t* completed) -> absl::Status {
     reporter.begin_epoch();

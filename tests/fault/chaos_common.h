@@ -23,6 +23,7 @@
 #include "psflow/local_cluster.h"
 #include "psflow/status_macros.h"
 #include "psflow/strategy.h"
+#include "train/step_observer.h"
 #include "train/trainer.h"
 #include "train/wide_deep.h"
 
@@ -33,10 +34,30 @@ struct ChaosRun {
   int kills = 0;
 };
 
+// Counts the steps completed across epochs, for a killer thread to read.
+class StepCounter final : public StepObserver {
+ public:
+  void on_steps(int64_t done, double /*mean_loss*/) override {
+    // `done` restarts with each epoch.
+    total_.fetch_add(done > last_ ? done - last_ : done);
+    last_ = done;
+  }
+  int64_t total() const { return total_.load(); }
+
+ private:
+  int64_t last_ = 0;  // The training thread's only.
+  std::atomic<int64_t> total_{0};
+};
+
 // Trains `options` on 2 ps + 2 workers while killing worker (k % 2) every
-// `interval`; workers are restarted by the launcher (ps tasks are never
-// killed here).
-inline ChaosRun train_while_killing_workers(TrainOptions options, absl::Duration interval) {
+// `interval`, and only once `min_steps_between_kills` steps completed since
+// the previous kill; workers are restarted by the launcher (ps tasks are
+// never killed here). The step condition keeps the schedule meaningful on a
+// slow build (sanitizers): without it a step slower than `interval` could
+// be killed on every worker it is retried on, which the coordinator rightly
+// reports as a closure that kills workers.
+inline ChaosRun train_while_killing_workers(TrainOptions options, absl::Duration interval,
+                                            int64_t min_steps_between_kills = 5) {
   LocalClusterOptions cluster_options;
   cluster_options.num_ps = 2;
   cluster_options.num_workers = 2;
@@ -46,16 +67,24 @@ inline ChaosRun train_while_killing_workers(TrainOptions options, absl::Duration
   absl::StatusOr<std::unique_ptr<LocalCluster>> cluster = LocalCluster::start(cluster_options);
   EXPECT_TRUE(cluster.ok()) << cluster.status();
   if (!cluster.ok()) return {cluster.status(), 0};
+  StepCounter steps;
+  options.step_observer = &steps;
   absl::Notification done;
   std::atomic<int> kills{0};
   std::thread killer([&] {
-    // Pacing the faults, not synchronising: the wait ends early when
+    // Pacing the faults, not synchronising: every wait ends early when
     // training is over. Workers are killed in turn, each only once it is
     // back from its previous death, so that one of them always serves.
     int restarts[2] = {0, 0};
+    int64_t steps_at_last_kill = 0;
     while (!done.WaitForNotificationWithTimeout(interval)) {
+      while (steps.total() - steps_at_last_kill < min_steps_between_kills &&
+             !done.WaitForNotificationWithTimeout(absl::Milliseconds(10))) {
+      }
+      if (done.HasBeenNotified()) break;
       const int victim = kills.load() % 2;
       if (!(*cluster)->signal_task("worker", victim, SIGKILL).ok()) continue;
+      steps_at_last_kill = steps.total();
       ++kills;
       ++restarts[victim];
       while (!done.HasBeenNotified() &&
