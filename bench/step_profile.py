@@ -52,22 +52,24 @@ RULES = [
     ("push: optimizer apply (ps)", {"ps"},
      r"update_dense|apply_dense_gradient|apply_sparse|first_non_finite|VariableShard::apply|"
      r"OptimizerKernel|optimizer_kernels"),
+    # The ps's requests carry the gradients (reads are a few bytes), its
+    # responses the parameters (update responses are a few bytes).
     ("push: decode (ps)", {"ps"},
-     r"decode_execute_request|decode_tensor|tensor_from_wire|TensorStreamReader|codec_decode|"
-     r"decode_update|optimizer_from_proto"),
+     r"decode_execute_request|read_op|read_optimizer|TensorProtoReader|WireStream|"
+     r"decode_tensor|codec_decode|optimizer_from_proto"),
     ("pull: encode (ps)", {"ps"},
-     r"encode_|Encode|ByteBufferWriter|byte_buffer_writer|TensorStreamWriter|tensor_to_wire|"
-     r"codec_encode|write_tensor"),
+     r"encode_execute_response|write_tensor_proto|write_op|put_varint|ByteBufferWriter|"
+     r"byte_buffer_writer|codec_encode|SnapshotResults|snapshot_results"),
     ("pull: ps read", {"ps"},
      r"read_value|ReadValue|VariableStore::find|VariableShard::read|snapshot|execute_variable_ops"),
     ("push: encode (worker)", {"worker"},
-     r"(encode_|Encode|ByteBufferWriter|byte_buffer_writer|tensor_to_wire|codec_encode).*"
-     r"(apply_gradients|RequestBatch|update)"),
+     r"encode_execute_request|write_tensor_proto|write_op|put_varint|ByteBufferWriter|"
+     r"byte_buffer_writer|codec_encode"),
+    ("pull: decode (worker)", {"worker"},
+     r"decode_execute_response|TensorProtoReader|WireStream|read_message|Tensor::from_buffer|"
+     r"codec_decode|ReadCache|read_cache"),
     ("push: request (worker)", {"worker"},
      r"apply_gradients|RequestBatch|GradientAndVariable|assign_add|update_binding"),
-    ("pull: decode (worker)", {"worker"},
-     r"decode_tensor|tensor_from_wire|TensorStreamReader|codec_decode|decode_read|ReadCache|"
-     r"read_cache"),
     ("pull: request (worker)", {"worker"},
      r"read_values|read_value|ReadValue|VariableHandle|ShardedVariable::read"),
     ("dispatch (chief)", {"chief"},
@@ -98,7 +100,7 @@ RULES = [
     ("transport: TLS (OpenSSL)", None, r"^[^<]*@(libssl|libcrypto)"),
     ("transport: gRPC", None,
      r"^[^<]*@(libgrpc|libgpr|libprotobuf|libaddress_sorting|libupb|libabsl)|"
-     r"@(libgrpc|libgpr)|WireStream|TensorStream"),
+     r"@(libgrpc|libgpr)|grpc::|peer_identity|identity_from_common_name|TaskStatus"),
     ("copies (memcpy, caller not unwound)", None, r"^__mem(cpy|move)"),
     ("kernel other", None, r"^[^<]*@\[kernel"),
 ]

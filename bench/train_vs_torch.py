@@ -16,6 +16,8 @@ load, and reports the median of each:
                       evaluate after every epoch. Left out when a run of
                       either side never reaches it
   test_accuracy       after the last epoch
+  psflow_insecure_*   b64_w2 only: psflow train --insecure (mTLS off; torch's
+                      RPC does not encrypt), a third run in each round
   cpu_seconds         user + system CPU of the whole run (all its processes,
                       startup included), an extra field of the examples_per_s
                       entries
@@ -71,12 +73,14 @@ def seconds_to(history, target, accuracy_of):
     return None
 
 
-def run_psflow(args, work, batch, workers, tag):
-    run_dir = os.path.join(work, f"psflow-{tag}")
+def run_psflow(args, work, batch, workers, tag, insecure=False):
+    run_dir = os.path.join(work, f"psflow-{tag}{'-insecure' if insecure else ''}")
     command = [args.psflow, "train", "--model", "mlp", "--num-ps", "1",
                "--num-workers", str(workers), "--batch-size", str(batch),
                "--epochs", str(args.epochs), "--seed", str(args.seed),
                "--run-dir", run_dir, "--startup-timeout", "120"]
+    if insecure:
+        command.append("--insecure")
     cpu = children_cpu_seconds()
     r = subprocess.run(command, capture_output=True, text=True, timeout=args.timeout,
                        check=False)
@@ -127,7 +131,7 @@ def median_or_none(values):
     return statistics.median(values)
 
 
-def config_entries(name, batch, workers, psflow_runs, torch_runs, target):
+def config_entries(name, batch, workers, psflow_runs, torch_runs, target, side="psflow"):
     prefix = f"{BINARY}/{name}"
     entries = []
     figures = [("examples_per_s", "examples/s"),
@@ -146,14 +150,14 @@ def config_entries(name, batch, workers, psflow_runs, torch_runs, target):
                   "num_ps": 1, "runs": len(psflow_runs)}
         base = {"name": f"{prefix}/torch_{figure}", "value": t, **common,
                 "samples": [r[key] for r in torch_runs]}
-        mine = {"name": f"{prefix}/psflow_{figure}", "value": p, **common,
+        mine = {"name": f"{prefix}/{side}_{figure}", "value": p, **common,
                 "samples": [r[key] for r in psflow_runs],
                 "baseline_name": base["name"], "baseline_value": t,
                 "ratio": p / t if t > 0 else None}
         if figure == "examples_per_s":
             mine["cpu_seconds"] = statistics.median(r["cpu_seconds"] for r in psflow_runs)
             base["cpu_seconds"] = statistics.median(r["cpu_seconds"] for r in torch_runs)
-        entries.extend([mine, base])
+        entries.extend([mine] if side != "psflow" else [mine, base])
     return entries
 
 
@@ -166,6 +170,8 @@ def main():
     parser.add_argument("--repeats", type=int, default=None)
     parser.add_argument("--epochs", type=int, default=None)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--no-insecure", action="store_true",
+                        help="skip the extra psflow --insecure (mTLS off) runs of b64_w2")
     parser.add_argument("--target-accuracy", type=float, default=0.87)
     parser.add_argument("--timeout", type=float, default=900, help="seconds per run")
     parser.add_argument("--output", default=None,
@@ -191,10 +197,18 @@ def main():
               f"{args.epochs} epochs, load average {os.getloadavg()[0]:.1f}", flush=True)
         for name in wanted:
             _, batch, workers = known[name]
-            psflow_runs, torch_runs = [], []
+            psflow_runs, torch_runs, insecure_runs = [], [], []
+            # The target configuration also runs psflow with mTLS off (torch's
+            # RPC has no encryption): what TLS costs, beside the default.
+            insecure = name == CONFIGS[0][0] and not args.no_insecure
             for i in range(args.repeats):
                 start = time.monotonic()
                 psflow_runs.append(run_psflow(args, work, batch, workers, f"{name}-{i}"))
+                if insecure:
+                    insecure_runs.append(run_psflow(args, work, batch, workers, f"{name}-{i}",
+                                                    insecure=True))
+                    print(f"  {name} run {i + 1}: psflow --insecure "
+                          f"{insecure_runs[-1]['examples_per_s']:.0f} examples/s", flush=True)
                 torch_runs.append(run_torch(args, work, batch, workers, f"{name}-{i}"))
                 p, t = psflow_runs[-1], torch_runs[-1]
                 print(f"  {name} run {i + 1}: psflow {p['examples_per_s']:.0f} examples/s "
@@ -206,6 +220,9 @@ def main():
                 print(f"  torch BLAS: {', '.join(torch_runs[0]['blas'])}", flush=True)
             entries.extend(config_entries(name, batch, workers, psflow_runs, torch_runs,
                                           args.target_accuracy))
+            if insecure_runs:
+                entries.extend(config_entries(name, batch, workers, insecure_runs, torch_runs,
+                                              args.target_accuracy, side="psflow_insecure"))
         merge_results(output, BINARY, entries)
         for e in entries:
             if "ratio" in e:
