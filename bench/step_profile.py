@@ -32,6 +32,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 # (category, roles or None for every role, regex on the call chain's symbols
@@ -144,7 +145,11 @@ def record(args, work):
     deadline = time.monotonic() + args.timeout
     with open(os.path.join(work, "perf-record.log"), "w") as log:
         proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=log, text=True)
-        for line in proc.stdout:  # ends when psflow exits (bounded by --timeout below)
+        # Bounds the loop below in time: a run past --timeout is killed,
+        # which ends its output.
+        killer = threading.Timer(args.timeout, proc.kill)
+        killer.start()
+        for line in proc.stdout:
             now = time.monotonic()
             lines.append(line)
             m = re.match(r"^(ps|worker) (\d+) \S+ pid=(\d+)", line)
@@ -153,10 +158,8 @@ def record(args, work):
             m = PROGRESS.match(line)
             if m and m.group(1) == "2":
                 window.append((now, int(m.group(3))))
-            if now > deadline:
-                proc.kill()
-                break
-        rc = proc.wait(timeout=max(1.0, deadline - time.monotonic()))
+        rc = proc.wait(timeout=max(1.0, deadline - time.monotonic()) + 10)
+        killer.cancel()
     if rc != 0:
         sys.exit(f"step_profile: perf record / psflow train exited with {rc}:\n"
                  + "".join(lines[-20:]))
