@@ -41,7 +41,7 @@ import time
 # "push" the gradients going to the ps and applied there.
 RULES = [
     ("compute (forward/backward)", {"worker"},
-     r"mlp_forward_backward|dense_forward|dense_backward|relu_backward|relu<|"
+     r"mlp_forward_backward|dense_forward|dense_backward|relu_backward|nn::relu@|"
      r"sparse_softmax_cross_entropy|^Eigen::internal::(gebp|gemm|general_matrix)"),
     ("data pipeline", {"worker"},
      r"flatten_images|fill_buffer|ShuffleIterator|BatchIterator|PrefetchIterator|"
@@ -171,7 +171,8 @@ def record(args, work):
     rate = summary["history"][-1]["examples"] / summary["history"][-1]["seconds"]
     meta = {"pids": {str(k): v for k, v in pids.items()},
             "window": [window[0][0], window[-1][0]],
-            "steps": window[-1][1] - window[0][1], "rate": rate}
+            "steps": window[-1][1] - window[0][1], "rate": rate,
+            "batch_size": args.batch_size, "workers": args.workers}
     with open(os.path.join(work, "meta.json"), "w") as f:
         json.dump(meta, f)
     return pids, (window[0][0], window[-1][0]), window[-1][1] - window[0][1], rate
@@ -204,9 +205,24 @@ def samples(work):
         yield cur
 
 
+TEMPLATE_ARGS = re.compile(r"<[^<>]*>")
+
+
+def bare(symbol):
+    """The symbol without template arguments (run_training_steps<MlpSpec,
+    ClassifierStepMetrics> is not metrics) and without parameters."""
+    symbol = symbol.split("(", 1)[0]
+    for _ in range(16):  # nesting depth
+        stripped = TEMPLATE_ARGS.sub("", symbol)
+        if stripped == symbol:
+            break
+        symbol = stripped
+    return symbol
+
+
 def chain_text(frames):
     """"symbol@library" leaf first, joined by " < "."""
-    return " < ".join(f"{sym}@{dso.split('.so')[0]}" for sym, dso in frames)
+    return " < ".join(f"{bare(sym)}@{dso.split('.so')[0]}" for sym, dso in frames)
 
 
 def classify(role, frames, compiled):
@@ -231,6 +247,7 @@ def main(argv):
                 meta = json.load(f)
             pids = {int(k): v for k, v in meta["pids"].items()}
             (start, end), steps, rate = meta["window"], meta["steps"], meta["rate"]
+            args.batch_size, args.workers = meta["batch_size"], meta["workers"]
         else:
             pids, (start, end), steps, rate = record(args, work)
         compiled = [(n, r, re.compile(rx)) for n, r, rx in RULES]
