@@ -45,6 +45,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 from results_merge import merge_results  # noqa: E402
 
 BINARY = "train_vs_torch"
