@@ -105,6 +105,7 @@ demo: build
 bench: build
 	python3 bench/run_benchmarks.py --build-dir $(BUILD_DIR)
 	python3 bench/multihost_bench.py --build-dir $(BUILD_DIR)
+	python3 bench/train_vs_torch.py --build-dir $(BUILD_DIR)
 
 format: deps
 	bash scripts/check-format.sh --fix

@@ -19,6 +19,9 @@ PACKAGES=(
   python3-dev pybind11-dev python3-numpy python3-pytest python3-torch
   # Step profiles (bench/): perf record/report.
   linux-perf
+  # OpenBLAS for the torch baselines of bench/ (Debian's torch calls the
+  # libblas.so.3 alternative; the reference BLAS is ~30x slower).
+  libopenblas0-pthread
   dataset-fashion-mnist
 )
 
