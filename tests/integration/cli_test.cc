@@ -87,7 +87,17 @@ TEST(CliTest, TrainOneEpochOnFashionMnist) {
   EXPECT_EQ(summary["optimizer_iterations"], 60000 / 64);
   // Every option of the run, and the invocation that trained it.
   EXPECT_EQ(summary["steps_per_execution"], 10);
-  EXPECT_EQ(summary["partitioner"], "none");
+  // The default partitioner (TF's tutorial MinSizePartitioner over the ps
+  // count) as resolved for the run; the invocation keeps the flag as given.
+  EXPECT_EQ(summary["partitioner"], "min_size:262144:1");
+  EXPECT_EQ(summary["invocations"][0]["options"]["partitioner"], "auto");
+  EXPECT_EQ(summary["placement"], "fewest_bytes");
+  // The bytes on each ps, as the chief logged them at start: the mlp's
+  // float32 parameters (784x256 + 256 + 256x10 + 10) and the int64
+  // iterations.
+  constexpr int64_t kMlpBytes = (784 * 256 + 256 + 256 * 10 + 10) * 4 + 8;
+  EXPECT_EQ(summary["ps_bytes"], nlohmann::json::array({kMlpBytes})) << summary.dump(2);
+  EXPECT_THAT(out, HasSubstr("ps bytes: ps/0 795.0 KiB\n"));
   EXPECT_EQ(summary["data_dir"], "");
   EXPECT_EQ(summary["ps_recovery"], false);
   ASSERT_EQ(summary["invocations"].size(), 1u) << summary.dump(2);
