@@ -36,7 +36,7 @@ namespace psflow {
 class ParameterServerStrategy;
 namespace internal {
 class NameRegistry;
-struct PsLoad;  // strategy/placement.h
+struct PsLoad;                   // strategy/placement.h
 class VariableClient;            // one ps task's VariableService client (runtime)
 struct StrategyAccess;           // the runtime's constructor with its own clients (tests)
 struct StrategyCoordinatorSlot;  // the strategy's coordinator (ClusterCoordinator::create)

@@ -37,7 +37,8 @@ std::vector<int> place_parts(VariablePlacement placement, const std::vector<int6
       task = -1;
       for (int t = 0; t < n; ++t) {
         if (taken[static_cast<size_t>(t)]) continue;
-        if (task < 0 || load.bytes[static_cast<size_t>(t)] < load.bytes[static_cast<size_t>(task)]) {
+        if (task < 0 ||
+            load.bytes[static_cast<size_t>(t)] < load.bytes[static_cast<size_t>(task)]) {
           task = t;
         }
       }

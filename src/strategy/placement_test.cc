@@ -53,12 +53,11 @@ TEST(PlacementTest, FewestBytesIsTheDefaultAndNamed) {
 }
 
 TEST(PlacementTest, AnUnknownPlacementIsRefused) {
-  auto s = create_strategy(SimpleClusterResolver(test_cluster_spec(2), "chief", 0), nullptr,
-                           {.placement = static_cast<VariablePlacement>(7)},
-                           [](const ClusterSpec&, int) {
-                             return absl::StatusOr<std::shared_ptr<VariableClient>>(
-                                 absl::InternalError("not reached"));
-                           });
+  auto s = create_strategy(
+      SimpleClusterResolver(test_cluster_spec(2), "chief", 0), nullptr,
+      {.placement = static_cast<VariablePlacement>(7)}, [](const ClusterSpec&, int) {
+        return absl::StatusOr<std::shared_ptr<VariableClient>>(absl::InternalError("not reached"));
+      });
   ASSERT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(s.status().message(), HasSubstr("placement 7 is not a VariablePlacement"));
 }
@@ -125,9 +124,10 @@ TEST(PlacementTest, ShardsOfOneVariableLandOnDistinctTasks) {
   ParameterServerStrategy& s = *cluster.strategy;
   EXPECT_THAT(tasks(make(s, {1, 100})), ElementsAre(0));  // rows < shards: one part
   EXPECT_THAT(tasks(make(s, {1, 100})), ElementsAre(1));  // ps 2 is empty
-  const ShardedVariable small = make(s, {3, 2});           // 3 shards of 8 bytes
-  EXPECT_THAT(tasks(small), ElementsAre(2, 0, 1));
-  EXPECT_EQ(std::set<int>(tasks(small).begin(), tasks(small).end()).size(), 3u);
+  const ShardedVariable small = make(s, {3, 2});          // 3 shards of 8 bytes
+  const std::vector<int> small_tasks = tasks(small);
+  EXPECT_THAT(small_tasks, ElementsAre(2, 0, 1));
+  EXPECT_EQ(std::set<int>(small_tasks.begin(), small_tasks.end()).size(), 3u);
   EXPECT_EQ(value_or_fail(small.read_value()), Tensor(DType::kFloat32, {3, 2}));
   // Two shards over three tasks: the two emptiest, distinct.
   LocalPsCluster two(3, fixed(2));
@@ -172,8 +172,7 @@ TEST(PlacementTest, ColocatedBytesCountTowardsTheirTask) {
   EXPECT_EQ(next.variables()[0].task(), 1);
   // A coordinator variable is on no ps.
   ShardedVariable local;
-  std::thread([&] { local = value_or_fail(create_variable(Tensor(DType::kFloat32, {9}))); })
-      .join();
+  std::thread([&] { local = value_or_fail(create_variable(Tensor(DType::kFloat32, {9}))); }).join();
   (void)value_or_fail(create_variable(Tensor(DType::kFloat32, {9}), {.colocate_with = local}));
   EXPECT_THAT(cluster.strategy->placed_bytes(), ElementsAre(404, 4));
 }

@@ -110,6 +110,11 @@ absl::StatusOr<std::unique_ptr<ParameterServerStrategy>> internal::StrategyAcces
   PSFLOW_ASSIGN_OR_RETURN(std::optional<int> task_id, cluster_resolver.task_id());
   PSFLOW_RETURN_IF_ERROR(validate_parameter_server_cluster(spec, task_type, task_id));
   PSFLOW_RETURN_IF_ERROR(check_dense_ps(spec));
+  if (variable_placement_name(options.placement).empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "ParameterServerStrategyOptions::placement ", static_cast<int>(options.placement),
+        " is not a VariablePlacement; use kFewestBytes or kRoundRobin"));
+  }
   if (!factory) factory = grpc_client;
   std::vector<std::shared_ptr<VariableClient>> clients;
   for (int i = 0; i < spec.num_tasks(kPsJob); ++i) {
@@ -124,12 +129,6 @@ absl::StatusOr<std::unique_ptr<ParameterServerStrategy>> internal::StrategyAcces
           absl::StrCat("the client factory returned no client for ", task_name(kPsJob, i)));
     }
     clients.push_back(*std::move(client));
-  }
-  if (variable_placement_name(options.placement).empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("ParameterServerStrategyOptions::placement ",
-                     static_cast<int>(options.placement),
-                     " is not a VariablePlacement; use kFewestBytes or kRoundRobin"));
   }
   return std::unique_ptr<ParameterServerStrategy>(new ParameterServerStrategy(
       std::move(spec), std::move(variable_partitioner), std::move(clients), options));
@@ -241,10 +240,8 @@ VariableClientLookup ParameterServerStrategy::client_lookup() const {
 
 std::string_view variable_placement_name(VariablePlacement placement) {
   switch (placement) {
-    case VariablePlacement::kFewestBytes:
-      return "fewest_bytes";
-    case VariablePlacement::kRoundRobin:
-      return "round_robin";
+    case VariablePlacement::kFewestBytes: return "fewest_bytes";
+    case VariablePlacement::kRoundRobin: return "round_robin";
   }
   return "";
 }

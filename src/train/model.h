@@ -84,8 +84,7 @@ class Model {
   // as a spec parse_partitioner (train/partitioner_flag.h) reads: "auto"
   // (the default) becomes the model's own choice, by default TF's tutorial
   // setting min_size:262144:<num_ps>; any other value is kept.
-  [[nodiscard]] virtual std::string partitioner_spec(const TrainOptions& options,
-                                                     int num_ps) const;
+  [[nodiscard]] virtual std::string partitioner_spec(const TrainOptions& options, int num_ps) const;
   // The partitioner of partitioner_spec(). INVALID_ARGUMENT naming the flag
   // when it is not understood.
   [[nodiscard]] absl::StatusOr<Partitioner> partitioner(const TrainOptions& options,

@@ -24,8 +24,7 @@ inline constexpr int64_t kAutoMinShardBytes = 256 << 10;
 // "min_size:<bytes>[:<max_shards>]" or "max_size:<bytes>[:<max_shards>]";
 // "auto" is min_size_spec_for(num_ps). INVALID_ARGUMENT naming the flag,
 // the bad value and what is allowed.
-[[nodiscard]] absl::StatusOr<Partitioner> parse_partitioner(const std::string& spec,
-                                                            int num_ps);
+[[nodiscard]] absl::StatusOr<Partitioner> parse_partitioner(const std::string& spec, int num_ps);
 
 // --placement: "fewest_bytes" (the default) or "round_robin" (TF's rule).
 // INVALID_ARGUMENT naming the flag, the bad value and the accepted ones.

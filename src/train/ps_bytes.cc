@@ -30,9 +30,9 @@ std::string ps_bytes_line(const std::vector<int64_t>& bytes) {
   if (bytes.size() > 1) {
     const auto [smallest, largest] = std::minmax_element(bytes.begin(), bytes.end());
     if (*smallest > 0) {
-      absl::StrAppend(&line, absl::StrFormat(" (largest/smallest %.2f)",
-                                             static_cast<double>(*largest) /
-                                                 static_cast<double>(*smallest)));
+      absl::StrAppend(
+          &line, absl::StrFormat(" (largest/smallest %.2f)",
+                                 static_cast<double>(*largest) / static_cast<double>(*smallest)));
     }
   }
   return line;

@@ -13,8 +13,8 @@
 #include "psflow/status_macros.h"
 #include "train/epoch_loop.h"
 #include "train/mirrored_training.h"
-#include "train/partitioner_flag.h"
 #include "train/model_registry.h"
+#include "train/partitioner_flag.h"
 #include "train/ps_training.h"
 #include "train/run_record.h"
 #include "train/run_reporter.h"
@@ -193,7 +193,8 @@ std::string summary_json(const TrainSummary& s, const TrainOptions& o, const Mod
   }
   // The partitioner the run used ("auto" resolved); the invocations keep
   // the flag as given.
-  if (o.strategy == kParameterServerStrategy) j["partitioner"] = model.partitioner_spec(o, s.num_ps);
+  if (o.strategy == kParameterServerStrategy)
+    j["partitioner"] = model.partitioner_spec(o, s.num_ps);
   model.add_summary_fields(o, s, j);
   return j.dump(2);
 }
