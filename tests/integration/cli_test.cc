@@ -7,6 +7,7 @@
 #include <iterator>
 #include <map>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -458,6 +459,18 @@ TEST(CliTest, TrainRejectsABadOptionByName) {
   const std::string err = psflow.read_stderr(absl::Now() + absl::Seconds(30));
   EXPECT_EQ(psflow.wait_exit_code(absl::Now() + absl::Seconds(30)), 2);
   EXPECT_THAT(err, HasSubstr("--batch-size 0"));
+  // The placement and partitioner flags name the bad value and the forms
+  // they accept.
+  for (const auto& [flag, value, accepted] :
+       {std::tuple{"--placement", "roundrobin", "use fewest_bytes"},
+        std::tuple{"--partitioner", "automatic", "use auto, none, fixed:<shards>"}}) {
+    TestProcess bad({PSFLOW_BINARY_PATH, "train", flag, value}, test_environment());
+    ASSERT_GT(bad.pid(), 0);
+    const std::string said = bad.read_stderr(absl::Now() + absl::Seconds(30));
+    EXPECT_EQ(bad.wait_exit_code(absl::Now() + absl::Seconds(30)), 2) << flag;
+    EXPECT_THAT(said, HasSubstr(absl::StrCat(flag, " '", value, "'")));
+    EXPECT_THAT(said, HasSubstr(accepted));
+  }
 }
 
 TEST(CliTest, TrainNamesTheMissingDataset) {
