@@ -2,6 +2,7 @@
 // --placement flags, the models' own variables against in-process ps
 // tasks, and the chief's "ps bytes" line.
 #include <algorithm>
+#include <cstdio>
 #include <map>
 #include <optional>
 #include <string>
@@ -67,6 +68,7 @@ TEST(DefaultPlacementTest, ModelsAreBalancedByDefault) {
         EXPECT_EQ(p.parts[0], 1u) << what;
         continue;
       }
+      std::printf("%s: %s\n", what.c_str(), ps_bytes_line(p.bytes).c_str());
       EXPECT_LE(imbalance(p.bytes), 1.5) << what << ": " << ps_bytes_line(p.bytes);
     }
   }
