@@ -16,6 +16,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -35,6 +36,7 @@ namespace psflow {
 class ParameterServerStrategy;
 namespace internal {
 class NameRegistry;
+struct PsLoad;                   // strategy/placement.h
 class VariableClient;            // one ps task's VariableService client (runtime)
 struct StrategyAccess;           // the runtime's constructor with its own clients (tests)
 struct StrategyCoordinatorSlot;  // the strategy's coordinator (ClusterCoordinator::create)
@@ -80,11 +82,40 @@ struct VariableOptions {
   std::optional<bool> trainable = std::nullopt;
 };
 
+// Where ParameterServerStrategy puts each new variable, and each shard of
+// a partitioned one. Neither rule splits a variable: only a partitioner
+// does (TF's contract).
+enum class VariablePlacement {
+  // The default: on the ps task holding the fewest bytes of this
+  // strategy's variables so far (colocated ones included), ties to the
+  // lowest index. Equal-sized variables land as TF's round robin puts them
+  // (3 ps, four scalars: ps 0, 1, 2, 0); a large variable no longer takes
+  // the same task as every other one that follows the counter (TF's
+  // "unbalanced ps load"). The shards of one variable go to distinct tasks
+  // when there are at most num_ps of them (any num_ps consecutive shards
+  // otherwise), each to the least loaded task not yet taken, so a shard may
+  // follow its predecessor on any task, not on the next index. Optimizer
+  // slots live beside their variable on the ps (they are not placed here)
+  // and grow with it, so balancing the variables balances them too. The
+  // same creations in the same order give the same placement: a coordinator
+  // that re-creates its model after a restart finds every part where the
+  // previous one put it.
+  kFewestBytes,
+  // TF's exact rule: the strategy's counter, (count % num_ps), one step per
+  // variable or shard (TF says this order "should not be relied on"; code
+  // that does rely on it sets this).
+  kRoundRobin,
+};
+
+// "fewest_bytes" / "round_robin"; empty for a value outside the enum.
+[[nodiscard]] std::string_view variable_placement_name(VariablePlacement placement);
+
 // Thread-safety: a value type.
 struct ParameterServerStrategyOptions {
   // Bound on each variable operation made through this strategy's
   // variables (creation included).
   absl::Duration variable_timeout = kDefaultVariableTimeout;
+  VariablePlacement placement = VariablePlacement::kFewestBytes;
 };
 
 // Makes `strategy` the thread's current strategy until destroyed; variables
@@ -127,7 +158,8 @@ class ColocationScope {
 };
 
 // The coordinator's view of a parameter-server cluster: places variables
-// on ps tasks, round-robin, sharding them with the variable partitioner.
+// on ps tasks (ParameterServerStrategyOptions::placement), sharding them
+// with the variable partitioner.
 // Variables outlive the strategy (they hold their own clients); a new
 // strategy starts its counter and names afresh.
 // Thread-safety: all methods are thread-safe; creations from several
@@ -153,15 +185,17 @@ class ParameterServerStrategy {
   // Creates a variable on this strategy's ps tasks whether or not a scope
   // is active (TF's tf.Variable inside strategy.scope()):
   //  * with colocation (options or ColocationScope): on that variable's
-  //    task, never sharded, counter unchanged;
-  //  * else, unless the partitioner shards it: on ps (count % num_ps), and
-  //    the counter grows by one;
+  //    task, never sharded, counter unchanged (its bytes count towards
+  //    that task's);
+  //  * else, unless the partitioner shards it: on the task the placement
+  //    rule picks (VariablePlacement), and the counter grows by one;
   //  * sharded: n = min(partitions[0], shape[0]) parts of TF's div layout
   //    (13 rows over 5 -> 3,3,3,2,2), each placed as above in turn.
   // The partitioner must return a non-empty list with a non-zero first
   // element and 1 elsewhere, else INVALID_ARGUMENT with TF's message.
   // Scalars are never sharded. The CREATE requests go one per task, in
-  // parallel; when one fails, the names and counter slots stay used.
+  // parallel; when one fails, the names, counter slots and bytes stay
+  // used.
   [[nodiscard]] absl::StatusOr<ShardedVariable> create_variable(Tensor initial_value,
                                                                 VariableOptions options = {})
       ABSL_LOCKS_EXCLUDED(mu_);
@@ -172,6 +206,11 @@ class ParameterServerStrategy {
   [[nodiscard]] const ClusterSpec& cluster_spec() const { return spec_; }
   [[nodiscard]] int num_ps() const { return static_cast<int>(ps_clients_.size()); }
   [[nodiscard]] const Partitioner& variable_partitioner() const { return partitioner_; }
+  [[nodiscard]] VariablePlacement placement() const { return placement_; }
+  // Bytes of the variables this strategy has placed on each ps task, by
+  // index (elements times dtype size; 16 per string): what the placement
+  // rule balances.
+  [[nodiscard]] std::vector<int64_t> placed_bytes() const ABSL_LOCKS_EXCLUDED(mu_);
   // Clients for ("ps", i) and, for variables made outside any scope,
   // ("chief", 0): rebuilds variables from handles in this process.
   [[nodiscard]] VariableClientLookup client_lookup() const;
@@ -181,7 +220,7 @@ class ParameterServerStrategy {
   friend struct internal::StrategyCoordinatorSlot;
   ParameterServerStrategy(ClusterSpec spec, Partitioner partitioner,
                           std::vector<std::shared_ptr<internal::VariableClient>> ps_clients,
-                          absl::Duration timeout);
+                          const ParameterServerStrategyOptions& options);
   // Exactly one of `value` and `init` is non-null.
   absl::StatusOr<ShardedVariable> create_impl(const Tensor* value, const Initializer* init,
                                               VariableOptions options);
@@ -190,9 +229,11 @@ class ParameterServerStrategy {
   const Partitioner partitioner_;
   const std::vector<std::shared_ptr<internal::VariableClient>> ps_clients_;
   const absl::Duration timeout_;
-  absl::Mutex mu_;
-  // TF's extended._variable_count: variables and shards placed so far.
-  int64_t variable_count_ ABSL_GUARDED_BY(mu_) = 0;
+  const VariablePlacement placement_;
+  mutable absl::Mutex mu_;
+  // TF's extended._variable_count (variables and shards placed so far) and
+  // the bytes placed on each task.
+  std::unique_ptr<internal::PsLoad> load_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<internal::NameRegistry> names_ ABSL_GUARDED_BY(mu_);
   // The coordinator made for this strategy while it lives (TF keeps one
   // per strategy), weakly: the coordinator layer's own record, type-erased

@@ -518,7 +518,13 @@ void add_train_flags(CLI::App& app, TrainFlags& flags) {
                  "cosine (decay to 10% over the run, as Keras's CosineDecay) or constant")
       ->capture_default_str();
   app.add_option("--partitioner", o.partitioner,
-                 "none, fixed:<shards>, min_size:<bytes>[:<max>], max_size:<bytes>[:<max>]")
+                 "auto (the model's choice: min_size:262144:<num-ps>, TF's tutorial setting; "
+                 "fixed:<num-ps> for wide_deep), none, fixed:<shards>, "
+                 "min_size:<bytes>[:<max>], max_size:<bytes>[:<max>]")
+      ->capture_default_str();
+  app.add_option("--placement", o.placement,
+                 "fewest_bytes (each variable or shard on the ps holding the fewest bytes) or "
+                 "round_robin (TF's order, blind to sizes)")
       ->capture_default_str();
   app.add_option("--run-dir", o.run_dir, "Output directory (default: runs/<time>-<model>)");
   app.add_option("--checkpoint", o.checkpoint,

@@ -1,5 +1,6 @@
 // ParameterServerStrategy: cluster validation, ps clients, and placement of
-// new variables (TF's parameter_server_strategy_v2 `_create_variable`).
+// new variables (TF's parameter_server_strategy_v2 `_create_variable`; the
+// rule itself in strategy/placement.h).
 #include "psflow/strategy.h"
 
 #include "absl/strings/str_cat.h"
@@ -13,6 +14,7 @@
 #include "strategy/creation_refusal.h"
 #include "strategy/local_variables.h"
 #include "strategy/name_registry.h"
+#include "strategy/placement.h"
 #include "strategy/strategy_internal.h"
 #include "strategy/thread_scopes.h"
 #include "strategy/variable_creation.h"
@@ -41,7 +43,7 @@ absl::Status check_dense_ps(const ClusterSpec& spec) {
     if (indices[i] != static_cast<int>(i)) {
       return absl::InvalidArgumentError(
           absl::StrCat("ps tasks must be numbered 0..", indices.size() - 1,
-                       " for round-robin placement, got "
+                       " for variable placement, got "
                        "indices [",
                        absl::StrJoin(indices, ", "), "]; list the ps addresses as a JSON list"));
     }
@@ -108,6 +110,11 @@ absl::StatusOr<std::unique_ptr<ParameterServerStrategy>> internal::StrategyAcces
   PSFLOW_ASSIGN_OR_RETURN(std::optional<int> task_id, cluster_resolver.task_id());
   PSFLOW_RETURN_IF_ERROR(validate_parameter_server_cluster(spec, task_type, task_id));
   PSFLOW_RETURN_IF_ERROR(check_dense_ps(spec));
+  if (variable_placement_name(options.placement).empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "ParameterServerStrategyOptions::placement ", static_cast<int>(options.placement),
+        " is not a VariablePlacement; use kFewestBytes or kRoundRobin"));
+  }
   if (!factory) factory = grpc_client;
   std::vector<std::shared_ptr<VariableClient>> clients;
   for (int i = 0; i < spec.num_tasks(kPsJob); ++i) {
@@ -123,19 +130,23 @@ absl::StatusOr<std::unique_ptr<ParameterServerStrategy>> internal::StrategyAcces
     }
     clients.push_back(*std::move(client));
   }
-  return std::unique_ptr<ParameterServerStrategy>(
-      new ParameterServerStrategy(std::move(spec), std::move(variable_partitioner),
-                                  std::move(clients), options.variable_timeout));
+  return std::unique_ptr<ParameterServerStrategy>(new ParameterServerStrategy(
+      std::move(spec), std::move(variable_partitioner), std::move(clients), options));
 }
 
 ParameterServerStrategy::ParameterServerStrategy(
     ClusterSpec spec, Partitioner partitioner,
-    std::vector<std::shared_ptr<VariableClient>> ps_clients, absl::Duration timeout)
+    std::vector<std::shared_ptr<VariableClient>> ps_clients,
+    const ParameterServerStrategyOptions& options)
     : spec_(std::move(spec)),
       partitioner_(std::move(partitioner)),
       ps_clients_(std::move(ps_clients)),
-      timeout_(timeout),
-      names_(std::make_unique<internal::NameRegistry>()) {}
+      timeout_(options.variable_timeout),
+      placement_(options.placement),
+      load_(std::make_unique<internal::PsLoad>()),
+      names_(std::make_unique<internal::NameRegistry>()) {
+  load_->bytes.assign(ps_clients_.size(), 0);
+}
 
 ParameterServerStrategy::~ParameterServerStrategy() = default;
 
@@ -187,18 +198,33 @@ absl::StatusOr<ShardedVariable> ParameterServerStrategy::create_impl(const Tenso
     } else {
       absl::MutexLock lock(&mu_);
       name = names_->reserve(base, 0);
+      // Bytes colocated on one of this strategy's tasks are bytes it holds.
+      const int task = targets[0].task;
+      if (targets[0].job == kPsJob && task >= 0 && task < num_ps() &&
+          targets[0].client == ps_clients_[static_cast<size_t>(task)]) {
+        load_->bytes[static_cast<size_t>(task)] +=
+            internal::part_bytes(initial.dtype, initial.shape, plan.sizes[0]);
+      }
     }
   } else {
     PSFLOW_ASSIGN_OR_RETURN(
         plan, internal::plan_partitions(partitioner_, initial.shape, initial.dtype, base));
+    std::vector<int64_t> bytes;
+    for (int64_t rows : plan.sizes) {
+      bytes.push_back(internal::part_bytes(initial.dtype, initial.shape, rows));
+    }
     absl::MutexLock lock(&mu_);
     name = names_->reserve(base, plan.partitioned ? static_cast<int>(plan.sizes.size()) : 0);
-    for (size_t i = 0; i < plan.sizes.size(); ++i) {
-      const auto task = static_cast<int>(variable_count_++ % num_ps());
+    for (int task : internal::place_parts(placement_, bytes, *load_)) {
       targets.push_back({std::string(kPsJob), task, ps_clients_[static_cast<size_t>(task)]});
     }
   }
   return internal::create_parts(initial, name, plan, targets, timeout_, policy);
+}
+
+std::vector<int64_t> ParameterServerStrategy::placed_bytes() const {
+  absl::MutexLock lock(&mu_);
+  return load_->bytes;
 }
 
 VariableClientLookup ParameterServerStrategy::client_lookup() const {
@@ -210,6 +236,14 @@ VariableClientLookup ParameterServerStrategy::client_lookup() const {
         }
         return internal::find_client(ps, job, task);
       });
+}
+
+std::string_view variable_placement_name(VariablePlacement placement) {
+  switch (placement) {
+    case VariablePlacement::kFewestBytes: return "fewest_bytes";
+    case VariablePlacement::kRoundRobin: return "round_robin";
+  }
+  return "";
 }
 
 absl::StatusOr<ShardedVariable> create_variable(Tensor initial_value, VariableOptions options) {

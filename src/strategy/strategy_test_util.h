@@ -64,7 +64,8 @@ struct LocalPsCluster {
   std::vector<std::shared_ptr<CountingVariableClient>> clients;
   std::unique_ptr<ParameterServerStrategy> strategy;
 
-  explicit LocalPsCluster(int num_ps, Partitioner partitioner = nullptr) {
+  explicit LocalPsCluster(int num_ps, Partitioner partitioner = nullptr,
+                          ParameterServerStrategyOptions options = {}) {
     for (int i = 0; i < num_ps; ++i) {
       stores.push_back(std::make_shared<VariableStore>());
       clients.push_back(std::make_shared<CountingVariableClient>(
@@ -75,7 +76,7 @@ struct LocalPsCluster {
       return std::shared_ptr<VariableClient>(clients[static_cast<size_t>(task)]);
     };
     auto s = internal::create_strategy(SimpleClusterResolver(test_cluster_spec(num_ps), "chief", 0),
-                                       std::move(partitioner), {}, factory);
+                                       std::move(partitioner), options, factory);
     EXPECT_TRUE(s.ok()) << s.status();
     if (s.ok()) strategy = *std::move(s);
   }

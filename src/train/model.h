@@ -80,11 +80,15 @@ class Model {
   // INVALID_ARGUMENT naming the flag, for what this model restricts beyond
   // the checks every model shares (train/trainer.h), which come after.
   [[nodiscard]] virtual absl::Status validate(const TrainOptions& options) const = 0;
-  // The partitioner of its variables over `num_ps` ps tasks: what
-  // options.partitioner means for this model. INVALID_ARGUMENT naming the
-  // flag when it is not understood.
-  [[nodiscard]] virtual absl::StatusOr<Partitioner> partitioner(const TrainOptions& options,
-                                                                int num_ps) const;
+  // What options.partitioner means for this model over `num_ps` ps tasks,
+  // as a spec parse_partitioner (train/partitioner_flag.h) reads: "auto"
+  // (the default) becomes the model's own choice, by default TF's tutorial
+  // setting min_size:262144:<num_ps>; any other value is kept.
+  [[nodiscard]] virtual std::string partitioner_spec(const TrainOptions& options, int num_ps) const;
+  // The partitioner of partitioner_spec(). INVALID_ARGUMENT naming the flag
+  // when it is not understood.
+  [[nodiscard]] absl::StatusOr<Partitioner> partitioner(const TrainOptions& options,
+                                                        int num_ps) const;
   // Its mirrored-strategy side; null when it trains on ps tasks only.
   [[nodiscard]] virtual const MirroredModel* mirrored() const { return nullptr; }
 

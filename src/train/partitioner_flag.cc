@@ -10,8 +10,13 @@
 
 namespace psflow::internal {
 
-absl::StatusOr<Partitioner> parse_partitioner(const std::string& spec) {
+std::string min_size_spec_for(int num_ps) {
+  return absl::StrCat("min_size:", kAutoMinShardBytes, ":", std::max(1, num_ps));
+}
+
+absl::StatusOr<Partitioner> parse_partitioner(const std::string& spec, int num_ps) {
   if (spec.empty() || spec == "none") return Partitioner(nullptr);
+  if (spec == kAutoPartitioner) return parse_partitioner(min_size_spec_for(num_ps), num_ps);
   std::vector<std::string> parts = absl::StrSplit(spec, ':');
   std::vector<int64_t> numbers;
   for (size_t i = 1; i < parts.size(); ++i) {
@@ -25,7 +30,7 @@ absl::StatusOr<Partitioner> parse_partitioner(const std::string& spec) {
   const auto usage = [&] {
     return absl::InvalidArgumentError(absl::StrCat(
         "--partitioner '", spec,
-        "' is not understood; use none, fixed:<shards>, min_size:<bytes>[:<max_shards>] or "
+        "' is not understood; use auto, none, fixed:<shards>, min_size:<bytes>[:<max_shards>] or "
         "max_size:<bytes>[:<max_shards>]"));
   };
   if (parts[0] == "fixed" && numbers.size() == 1) {
@@ -38,6 +43,16 @@ absl::StatusOr<Partitioner> parse_partitioner(const std::string& spec) {
     return max_size_partitioner(numbers[0], max_shards);
   }
   return usage();
+}
+
+absl::StatusOr<VariablePlacement> parse_placement(const std::string& name) {
+  for (VariablePlacement p : {VariablePlacement::kFewestBytes, VariablePlacement::kRoundRobin}) {
+    if (name == variable_placement_name(p)) return p;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("--placement '", name,
+                   "' is not known; use fewest_bytes (the ps holding the fewest bytes, the "
+                   "default) or round_robin (TF's order)"));
 }
 
 }  // namespace psflow::internal

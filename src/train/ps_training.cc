@@ -1,5 +1,6 @@
 #include "train/ps_training.h"
 
+#include <cstdio>
 #include <optional>
 #include <string>
 #include <utility>
@@ -16,6 +17,8 @@
 #include "psflow/strategy.h"
 #include "train/data_check.h"
 #include "train/epoch_closures.h"
+#include "train/partitioner_flag.h"
+#include "train/ps_bytes.h"
 #include "train/run_files.h"
 #include "train/status_endpoint.h"
 #include "train/step_config.h"
@@ -39,6 +42,7 @@ class PsTraining final : public TrainingSession {
   void describe(TrainSummary& summary) const override {
     summary.num_workers = spec_.num_tasks(kWorkerJob);
     summary.num_ps = spec_.num_tasks(kPsJob);
+    summary.ps_bytes = strategy_->placed_bytes();
   }
 
   absl::StatusOr<EpochLoop> epoch_loop() override {
@@ -122,15 +126,21 @@ absl::Status PsTraining::start(absl::Time start) {
   PSFLOW_ASSIGN_OR_RETURN(optimizer_config.kind, optimizer_kind_from_name(options_.optimizer));
   PSFLOW_ASSIGN_OR_RETURN(Partitioner partitioner,
                           model_.partitioner(options_, spec_.num_tasks(kPsJob)));
-  PSFLOW_ASSIGN_OR_RETURN(strategy_,
-                          ParameterServerStrategy::create(SimpleClusterResolver(spec_, "chief", 0),
-                                                          std::move(partitioner)));
+  ParameterServerStrategyOptions strategy_options;
+  PSFLOW_ASSIGN_OR_RETURN(strategy_options.placement, parse_placement(options_.placement));
+  PSFLOW_ASSIGN_OR_RETURN(
+      strategy_, ParameterServerStrategy::create(SimpleClusterResolver(spec_, "chief", 0),
+                                                 std::move(partitioner), strategy_options));
   {
     StrategyScope scope = strategy_->scope();
     PSFLOW_ASSIGN_OR_RETURN(variables_, model_.create_variables(options_.seed));
     PSFLOW_ASSIGN_OR_RETURN(Optimizer optimizer,
                             Optimizer::create(optimizer_config, options_.learning_rate));
     optimizer_.emplace(std::move(optimizer));
+  }
+  if (options_.out != nullptr) {
+    std::fprintf(options_.out, "%s\n", ps_bytes_line(strategy_->placed_bytes()).c_str());
+    std::fflush(options_.out);
   }
   ClusterCoordinatorOptions coordinator_options;
   // The watchdog's thread stacks go to the run directory.

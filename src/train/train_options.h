@@ -41,9 +41,14 @@ struct TrainOptions {
   // <run_dir>/checkpoints or a path; empty: the newest intact one
   // (train/resume_checkpoint.h).
   std::string checkpoint;
-  // Spec string of the variable partitioner: "none", "fixed:<shards>",
+  // Spec string of the variable partitioner (train/partitioner_flag.h):
+  // "auto" (the model's choice: TF's tutorial MinSizePartitioner(256 KiB,
+  // max_shards=num_ps) for most), "none", "fixed:<shards>",
   // "min_size:<bytes>[:<max_shards>]", "max_size:<bytes>[:<max_shards>]".
-  std::string partitioner = "none";
+  std::string partitioner = "auto";
+  // Where the strategy puts each variable and shard: "fewest_bytes" or
+  // "round_robin" (VariablePlacement).
+  std::string placement = "fewest_bytes";
   // What the loss of a ps task does: false stops training with UNAVAILABLE
   // naming the task (TF's behaviour); true waits up to
   // ps_recovery_timeout_seconds for it to come back, restores every ps to

@@ -94,6 +94,9 @@ struct TrainSummary {
   double wall_seconds = 0.0;
   int num_workers = 0;
   int num_ps = 0;
+  // Bytes of the model's variables (and the optimizer's iterations) on each
+  // ps task, by index, as placed at the start; empty without ps tasks.
+  std::vector<int64_t> ps_bytes;
   int replicas = 0;  // mirrored only
   // The optimizer's `iterations` on the ps at the end: updates actually
   // applied (exactly once each), across resumes.

@@ -14,6 +14,7 @@
 #include "train/epoch_loop.h"
 #include "train/mirrored_training.h"
 #include "train/model_registry.h"
+#include "train/partitioner_flag.h"
 #include "train/ps_training.h"
 #include "train/run_record.h"
 #include "train/run_reporter.h"
@@ -73,6 +74,7 @@ absl::Status validate_train_options(const TrainOptions& o, const Model& model) {
         "--optimizer '", o.optimizer, "' is not known; use sgd, momentum, adagrad, adam or ftrl"));
   }
   PSFLOW_RETURN_IF_ERROR(validate_ps_recovery_options(o));
+  PSFLOW_RETURN_IF_ERROR(parse_placement(o.placement).status());
   return model.partitioner(o, 1).status();
 }
 
@@ -183,6 +185,7 @@ std::string summary_json(const TrainSummary& s, const TrainOptions& o, const Mod
             {"wall_seconds", s.wall_seconds},
             {"num_workers", s.num_workers},
             {"num_ps", s.num_ps},
+            {"ps_bytes", s.ps_bytes},
             {"optimizer_iterations", s.optimizer_iterations},
             {"ps_recoveries", s.ps_recoveries},
             {"rolled_back_steps", s.rolled_back_steps},
@@ -191,6 +194,10 @@ std::string summary_json(const TrainSummary& s, const TrainOptions& o, const Mod
   if (!s.history.empty()) {
     for (const auto& [name, value] : s.history.back().test.extra) j["test_" + name] = value;
   }
+  // The partitioner the run used ("auto" resolved); the invocations keep
+  // the flag as given.
+  if (o.strategy == kParameterServerStrategy)
+    j["partitioner"] = model.partitioner_spec(o, s.num_ps);
   model.add_summary_fields(o, s, j);
   return j.dump(2);
 }

@@ -54,12 +54,9 @@ absl::Status WideDeepModel::validate(const TrainOptions& o) const {
   return WideDeepSpec::from_structure(spec.to_structure()).status();
 }
 
-absl::StatusOr<Partitioner> WideDeepModel::partitioner(const TrainOptions& options,
-                                                       int num_ps) const {
-  if (options.partitioner.empty() || options.partitioner == "none") {
-    return fixed_shards_partitioner(std::max(1, num_ps));
-  }
-  return parse_partitioner(options.partitioner);
+std::string WideDeepModel::partitioner_spec(const TrainOptions& options, int num_ps) const {
+  if (options.partitioner == kAutoPartitioner) return absl::StrCat("fixed:", std::max(1, num_ps));
+  return options.partitioner;
 }
 
 absl::Status WideDeepModel::check_data(const TrainOptions& options) const {
@@ -211,9 +208,6 @@ absl::StatusOr<std::unique_ptr<WideDeepModel>> WideDeepModel::from_run_config(
 
 void WideDeepModel::add_summary_fields(const TrainOptions& o, const TrainSummary& run,
                                        nlohmann::json& j) const {
-  j["partitioner"] = o.partitioner.empty() || o.partitioner == "none"
-                         ? absl::StrCat("fixed:", run.num_ps)
-                         : o.partitioner;
   j["data"] = data_->description;
   j["data_dir"] = o.data_dir;
   j["embedding_dim"] = extra_.embedding_dim;

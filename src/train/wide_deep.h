@@ -10,9 +10,10 @@
 //    --seed); otherwise a LIBSVM file, or "train_file,test_file" (a single
 //    file is split 90/10 with --seed). Workers read the same path, so on a
 //    real cluster it must be on storage every task sees.
-//  * partitioner: "none" (the default) means fixed:<number of ps> for
+//  * partitioner: "auto" (the default) means fixed:<number of ps> for
 //    wide_deep, so that both tables (and the dense kernels) are sharded
-//    over every ps; pass fixed:1 to keep every variable whole.
+//    over every ps and each ps serves its share of every batch's ids;
+//    "none" (or fixed:1) keeps every variable whole.
 //  * optimizer / learning_rate / batch_size: as given. Adagrad with a large
 //    rate is the natural choice for sparse features: kWideDeepDefault*
 //    below are what the CLI uses when the user gives none of them (5
@@ -65,8 +66,8 @@ class WideDeepModel final : public Model {
   [[nodiscard]] std::string data_name(const TrainOptions& options) const override;
   [[nodiscard]] absl::Status validate(const TrainOptions& options) const override;
   [[nodiscard]] absl::Status check_data(const TrainOptions& options) const override;
-  [[nodiscard]] absl::StatusOr<Partitioner> partitioner(const TrainOptions& options,
-                                                        int num_ps) const override;
+  [[nodiscard]] std::string partitioner_spec(const TrainOptions& options,
+                                             int num_ps) const override;
 
   // Loads the data and prints its description on options.out.
   [[nodiscard]] absl::Status load(const TrainOptions& options) override;

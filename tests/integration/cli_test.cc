@@ -7,6 +7,7 @@
 #include <iterator>
 #include <map>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -87,7 +88,17 @@ TEST(CliTest, TrainOneEpochOnFashionMnist) {
   EXPECT_EQ(summary["optimizer_iterations"], 60000 / 64);
   // Every option of the run, and the invocation that trained it.
   EXPECT_EQ(summary["steps_per_execution"], 10);
-  EXPECT_EQ(summary["partitioner"], "none");
+  // The default partitioner (TF's tutorial MinSizePartitioner over the ps
+  // count) as resolved for the run; the invocation keeps the flag as given.
+  EXPECT_EQ(summary["partitioner"], "min_size:262144:1");
+  EXPECT_EQ(summary["invocations"][0]["options"]["partitioner"], "auto");
+  EXPECT_EQ(summary["placement"], "fewest_bytes");
+  // The bytes on each ps, as the chief logged them at start: the mlp's
+  // float32 parameters (784x256 + 256 + 256x10 + 10) and the int64
+  // iterations.
+  constexpr int64_t kMlpBytes = (784 * 256 + 256 + 256 * 10 + 10) * 4 + 8;
+  EXPECT_EQ(summary["ps_bytes"], nlohmann::json::array({kMlpBytes})) << summary.dump(2);
+  EXPECT_THAT(out, HasSubstr("ps bytes: ps/0 795.0 KiB\n"));
   EXPECT_EQ(summary["data_dir"], "");
   EXPECT_EQ(summary["ps_recovery"], false);
   ASSERT_EQ(summary["invocations"].size(), 1u) << summary.dump(2);
@@ -448,6 +459,18 @@ TEST(CliTest, TrainRejectsABadOptionByName) {
   const std::string err = psflow.read_stderr(absl::Now() + absl::Seconds(30));
   EXPECT_EQ(psflow.wait_exit_code(absl::Now() + absl::Seconds(30)), 2);
   EXPECT_THAT(err, HasSubstr("--batch-size 0"));
+  // The placement and partitioner flags name the bad value and the forms
+  // they accept.
+  for (const auto& [flag, value, accepted] :
+       {std::tuple{"--placement", "roundrobin", "use fewest_bytes"},
+        std::tuple{"--partitioner", "automatic", "use auto, none, fixed:<shards>"}}) {
+    TestProcess bad({PSFLOW_BINARY_PATH, "train", flag, value}, test_environment());
+    ASSERT_GT(bad.pid(), 0);
+    const std::string said = bad.read_stderr(absl::Now() + absl::Seconds(30));
+    EXPECT_EQ(bad.wait_exit_code(absl::Now() + absl::Seconds(30)), 2) << flag;
+    EXPECT_THAT(said, HasSubstr(absl::StrCat(flag, " '", value, "'")));
+    EXPECT_THAT(said, HasSubstr(accepted));
+  }
 }
 
 TEST(CliTest, TrainNamesTheMissingDataset) {
