@@ -1,6 +1,7 @@
 #include "psflow/dynamic_embedding.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstring>
 
 #include "absl/strings/escaping.h"
@@ -142,10 +143,12 @@ absl::StatusOr<DynamicEmbedding> DynamicEmbedding::from_handle(const Structure& 
         "not a dynamic embedding handle (DynamicEmbedding::handle() makes one: a dict with "
         "psflow_dynamic_embedding, name, num_ps >= 1 and options)");
   }
-  std::string bytes;
-  if (!absl::HexStringToBytes(options->string_value(), &bytes)) {
+  const std::string& hex = options->string_value();
+  if (hex.size() % 2 != 0 ||
+      !std::all_of(hex.begin(), hex.end(), [](char c) { return std::isxdigit(c) != 0; })) {
     return absl::InvalidArgumentError("the dynamic embedding handle's options are not hex");
   }
+  const std::string bytes = absl::HexStringToBytes(hex);
   PSFLOW_ASSIGN_OR_RETURN(DynamicEmbeddingOptions parsed, internal::table_options_from_bytes(bytes));
   PSFLOW_RETURN_IF_ERROR(internal::DynamicTable::validate_options(parsed));
   std::vector<std::shared_ptr<VariableClient>> ps;
