@@ -4,7 +4,7 @@
 // updates of 1,024 random rows, at dim 16 and 64, in a table of 100,000
 // rows. The static table is a VariableShard of [100000, dim] (what
 // APPLY_SPARSE and GATHER run on); each dynamic benchmark names it as its
-// baseline. BM_DynamicBytesPerRow reports the table's memory per row against
+// baseline. BM_DynamicTableBytesPerRow reports the table's memory per row against
 // the raw key + value + slots + last-seen bytes.
 #include <benchmark/benchmark.h>
 
@@ -62,7 +62,7 @@ std::string baseline(const char* name, int64_t dim) {
   return absl::StrCat("baseline=", name, "/dim:", dim, "/real_time");
 }
 
-void BM_StaticGather(benchmark::State& state) {
+void BM_StaticTableGather(benchmark::State& state) {
   const int64_t dim = state.range(0);
   VariableShard shard("table", static_value(dim));
   const std::vector<Tensor> keys = random_keys(8);
@@ -74,7 +74,7 @@ void BM_StaticGather(benchmark::State& state) {
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) * kKeysPerRequest);
 }
 
-void BM_DynamicLookup(benchmark::State& state) {
+void BM_DynamicTableLookup(benchmark::State& state) {
   const int64_t dim = state.range(0);
   std::unique_ptr<DynamicTable> table = full_table(dim);
   const std::vector<Tensor> keys = random_keys(8);
@@ -85,10 +85,10 @@ void BM_DynamicLookup(benchmark::State& state) {
     benchmark::DoNotOptimize(rows.raw_data());
   }
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) * kKeysPerRequest);
-  state.SetLabel(baseline("BM_StaticGather", dim));
+  state.SetLabel(baseline("BM_StaticTableGather", dim));
 }
 
-void BM_StaticSparseAdagrad(benchmark::State& state) {
+void BM_StaticTableSparseAdagrad(benchmark::State& state) {
   const int64_t dim = state.range(0);
   VariableShard shard("table", static_value(dim));
   const std::vector<Tensor> keys = random_keys(8);
@@ -105,7 +105,7 @@ void BM_StaticSparseAdagrad(benchmark::State& state) {
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) * kKeysPerRequest);
 }
 
-void BM_DynamicSparseAdagrad(benchmark::State& state) {
+void BM_DynamicTableSparseAdagrad(benchmark::State& state) {
   const int64_t dim = state.range(0);
   std::unique_ptr<DynamicTable> table = full_table(dim);
   const std::vector<Tensor> keys = random_keys(8);
@@ -115,12 +115,12 @@ void BM_DynamicSparseAdagrad(benchmark::State& state) {
   int64_t step = 1;
   for (auto _ : state) table->apply(adagrad(), 0.01, keys[i++ % keys.size()], grads, step++);
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) * kKeysPerRequest);
-  state.SetLabel(baseline("BM_StaticSparseAdagrad", dim));
+  state.SetLabel(baseline("BM_StaticTableSparseAdagrad", dim));
 }
 
 // Memory of a table of 1,000,000 Adagrad rows: the table's own count
 // (chunks, index, recency list; no sketch) per row, and the raw size.
-void BM_DynamicBytesPerRow(benchmark::State& state) {
+void BM_DynamicTableBytesPerRow(benchmark::State& state) {
   const int64_t dim = state.range(0);
   constexpr int64_t kMany = 1000000;
   DynamicEmbeddingOptions o;
@@ -141,11 +141,16 @@ void BM_DynamicBytesPerRow(benchmark::State& state) {
   state.counters["bytes_vs_raw"] = per_row / raw;
 }
 
-BENCHMARK(BM_StaticGather)->ArgName("dim")->Arg(16)->Arg(64)->UseRealTime();
-BENCHMARK(BM_DynamicLookup)->ArgName("dim")->Arg(16)->Arg(64)->UseRealTime();
-BENCHMARK(BM_StaticSparseAdagrad)->ArgName("dim")->Arg(16)->Arg(64)->UseRealTime();
-BENCHMARK(BM_DynamicSparseAdagrad)->ArgName("dim")->Arg(16)->Arg(64)->UseRealTime();
-BENCHMARK(BM_DynamicBytesPerRow)->ArgName("dim")->Arg(16)->Arg(64)->Iterations(1)->UseRealTime();
+BENCHMARK(BM_StaticTableGather)->ArgName("dim")->Arg(16)->Arg(64)->UseRealTime();
+BENCHMARK(BM_DynamicTableLookup)->ArgName("dim")->Arg(16)->Arg(64)->UseRealTime();
+BENCHMARK(BM_StaticTableSparseAdagrad)->ArgName("dim")->Arg(16)->Arg(64)->UseRealTime();
+BENCHMARK(BM_DynamicTableSparseAdagrad)->ArgName("dim")->Arg(16)->Arg(64)->UseRealTime();
+BENCHMARK(BM_DynamicTableBytesPerRow)
+    ->ArgName("dim")
+    ->Arg(16)
+    ->Arg(64)
+    ->Iterations(1)
+    ->UseRealTime();
 
 }  // namespace
 }  // namespace psflow::internal

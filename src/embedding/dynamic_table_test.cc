@@ -255,7 +255,8 @@ TEST(DynamicTableTest, OptimizersMatchTheDenseSparseApply) {
 
 TEST(DynamicTableTest, DropsGradientsOfKeysWithoutARow) {
   auto t = make(options(2));
-  t->apply(OptimizerConfig(), 1.0, keys({5, 5, 6}), Tensor::from_vector<float>({1, 1, 1, 1, 1, 1}, {3, 2}), 0);
+  t->apply(OptimizerConfig(), 1.0, keys({5, 5, 6}),
+           Tensor::from_vector<float>({1, 1, 1, 1, 1, 1}, {3, 2}), 0);
   EXPECT_EQ(t->stats().dropped_gradients, 2);
   EXPECT_EQ(t->stats().rows, 0);
 }
@@ -278,9 +279,9 @@ TEST(DynamicTableTest, RefusesBadRequestsAndOptions) {
                               Tensor::from_vector<float>({1, 2}, {1, 2}))
                 .code(),
             absl::StatusCode::kFailedPrecondition);
-  EXPECT_EQ(t->validate_apply(adagrad, -1, keys({1}), Tensor::from_vector<float>({1, 2}, {1, 2}))
-                .code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(
+      t->validate_apply(adagrad, -1, keys({1}), Tensor::from_vector<float>({1, 2}, {1, 2})).code(),
+      absl::StatusCode::kInvalidArgument);
   DynamicEmbeddingOptions o = options(0);
   EXPECT_EQ(DynamicTable::create(o).status().code(), absl::StatusCode::kInvalidArgument);
   o = options(4);

@@ -3,6 +3,8 @@
 // keys spread over the ps tasks by the stable hash, admission and expiry
 // counts are exact over the wire, the optimizer matches the dense sparse
 // apply, and bad requests are refused with the tables unchanged.
+#include "psflow/dynamic_embedding.h"
+
 #include <cmath>
 #include <limits>
 #include <memory>
@@ -16,7 +18,6 @@
 #include "gtest/gtest.h"
 #include "optimizer/optimizer.h"
 #include "ps/client/variable_client.h"
-#include "psflow/dynamic_embedding.h"
 #include "psflow/local_cluster.h"
 #include "psflow/server.h"
 #include "strategy/dynamic_embedding_internal.h"
@@ -295,24 +296,23 @@ TEST_F(DynamicEmbeddingTest, BadRequestsAreRefusedAndChangeNothing) {
   cases.push_back({"gradient of another dim",
                    apply_batch(key0, Tensor::from_vector<float>({1, 2, 3}, {1, 3}), adagrad),
                    absl::StatusCode::kInvalidArgument, "[1, 4]"});
-  cases.push_back({"another optimizer",
-                   apply_batch(key0, Tensor::from_vector<float>({1, 2, 3, 4}, {1, 4}),
-                               OptimizerConfig()),
-                   absl::StatusCode::kFailedPrecondition, "adagrad"});
   cases.push_back(
-      {"non-finite gradient",
-       apply_batch(key0,
-                   Tensor::from_vector<float>({1, std::numeric_limits<float>::quiet_NaN(), 3, 4},
-                                              {1, 4}),
-                   adagrad),
-       absl::StatusCode::kInvalidArgument, "non-finite"});
+      {"another optimizer",
+       apply_batch(key0, Tensor::from_vector<float>({1, 2, 3, 4}, {1, 4}), OptimizerConfig()),
+       absl::StatusCode::kFailedPrecondition, "adagrad"});
+  cases.push_back({"non-finite gradient",
+                   apply_batch(key0,
+                               Tensor::from_vector<float>(
+                                   {1, std::numeric_limits<float>::quiet_NaN(), 3, 4}, {1, 4}),
+                               adagrad),
+                   absl::StatusCode::kInvalidArgument, "non-finite"});
   {
     ExecuteBatch b;
     VariableOpArgs op = one_op(Op::DE_LOOKUP, "guarded");
     op.ids = Tensor(DType::kInt64, {(int64_t{1} << 20) + 1});
     b.ops.push_back(std::move(op));
-    cases.push_back({"too many keys", std::move(b), absl::StatusCode::kInvalidArgument,
-                     "at most 1048576"});
+    cases.push_back(
+        {"too many keys", std::move(b), absl::StatusCode::kInvalidArgument, "at most 1048576"});
   }
   {
     ExecuteBatch b;
@@ -320,7 +320,8 @@ TEST_F(DynamicEmbeddingTest, BadRequestsAreRefusedAndChangeNothing) {
     DynamicEmbeddingOptions other = options(8, Kind::kAdagrad);
     op.table = table_options_to_bytes(other);
     b.ops.push_back(std::move(op));
-    cases.push_back({"redefinition", std::move(b), absl::StatusCode::kAlreadyExists, "other options"});
+    cases.push_back(
+        {"redefinition", std::move(b), absl::StatusCode::kAlreadyExists, "other options"});
   }
   {
     ExecuteBatch b;
@@ -335,8 +336,8 @@ TEST_F(DynamicEmbeddingTest, BadRequestsAreRefusedAndChangeNothing) {
     VariableOpArgs bad = one_op(Op::DE_LOOKUP, "guarded");
     bad.ids = Tensor::from_vector<float>({1}, {1});
     b.ops.push_back(std::move(bad));
-    cases.push_back({"good op then bad op", std::move(b), absl::StatusCode::kInvalidArgument,
-                     "op 1"});
+    cases.push_back(
+        {"good op then bad op", std::move(b), absl::StatusCode::kInvalidArgument, "op 1"});
   }
   for (Case& c : cases) {
     SCOPED_TRACE(c.what);
@@ -352,8 +353,8 @@ TEST_F(DynamicEmbeddingTest, BadRequestsAreRefusedAndChangeNothing) {
   EXPECT_EQ(after.applies, stats_before.applies);
   EXPECT_EQ(after.created, stats_before.created);
   // The ps is still up and serves.
-  EXPECT_TRUE(table.apply_gradients(key0, Tensor::from_vector<float>({1, 1, 1, 1}, {1, 4}), 0.1, 1)
-                  .ok());
+  EXPECT_TRUE(
+      table.apply_gradients(key0, Tensor::from_vector<float>({1, 1, 1, 1}, {1, 4}), 0.1, 1).ok());
 }
 
 }  // namespace
