@@ -40,10 +40,12 @@ OptimizerConfig adagrad() {
   return c;
 }
 
-// A table holding keys 0 .. kRows-1.
-std::unique_ptr<DynamicTable> full_table(int64_t dim) {
+// A table holding keys 0 .. kRows-1; with `ttl` > 0 it keeps the recency
+// list that expiry needs (never evicting here: the steps stay far below).
+std::unique_ptr<DynamicTable> full_table(int64_t dim, int64_t ttl) {
   DynamicEmbeddingOptions o;
   o.dim = dim;
+  o.ttl_steps = ttl;
   o.optimizer = adagrad();
   std::unique_ptr<DynamicTable> t = *DynamicTable::create(o);
   std::vector<int64_t> all(kRows);
@@ -76,7 +78,7 @@ void BM_StaticTableGather(benchmark::State& state) {
 
 void BM_DynamicTableLookup(benchmark::State& state) {
   const int64_t dim = state.range(0);
-  std::unique_ptr<DynamicTable> table = full_table(dim);
+  std::unique_ptr<DynamicTable> table = full_table(dim, state.range(1));
   const std::vector<Tensor> keys = random_keys(8);
   size_t i = 0;
   int64_t step = 1;
@@ -107,7 +109,7 @@ void BM_StaticTableSparseAdagrad(benchmark::State& state) {
 
 void BM_DynamicTableSparseAdagrad(benchmark::State& state) {
   const int64_t dim = state.range(0);
-  std::unique_ptr<DynamicTable> table = full_table(dim);
+  std::unique_ptr<DynamicTable> table = full_table(dim, state.range(1));
   const std::vector<Tensor> keys = random_keys(8);
   Tensor grads(DType::kFloat32, {kKeysPerRequest, dim});
   grads.mutable_vec<float>().setConstant(0.01f);
@@ -142,9 +144,15 @@ void BM_DynamicTableBytesPerRow(benchmark::State& state) {
 }
 
 BENCHMARK(BM_StaticTableGather)->ArgName("dim")->Arg(16)->Arg(64)->UseRealTime();
-BENCHMARK(BM_DynamicTableLookup)->ArgName("dim")->Arg(16)->Arg(64)->UseRealTime();
+BENCHMARK(BM_DynamicTableLookup)
+    ->ArgNames({"dim", "ttl"})
+    ->ArgsProduct({{16, 64}, {0, 1 << 30}})
+    ->UseRealTime();
 BENCHMARK(BM_StaticTableSparseAdagrad)->ArgName("dim")->Arg(16)->Arg(64)->UseRealTime();
-BENCHMARK(BM_DynamicTableSparseAdagrad)->ArgName("dim")->Arg(16)->Arg(64)->UseRealTime();
+BENCHMARK(BM_DynamicTableSparseAdagrad)
+    ->ArgNames({"dim", "ttl"})
+    ->ArgsProduct({{16, 64}, {0, 1 << 30}})
+    ->UseRealTime();
 BENCHMARK(BM_DynamicTableBytesPerRow)
     ->ArgName("dim")
     ->Arg(16)

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/strings.h"
+#include "base/prefetch.h"
 #include "embedding/key_hash.h"
 #include "optimizer/optimizer.h"
 #include "optimizer/optimizer_kernels.h"
@@ -126,9 +127,16 @@ void DynamicTable::push_front(uint32_t r) {
   front_ = r;
 }
 
+// Without an eviction rule nothing needs the recency order: rows keep only
+// their last-seen step, and the list (random accesses to two neighbours per
+// touch) is not kept.
+static bool keeps_recency(const DynamicEmbeddingOptions& o) {
+  return o.ttl_steps > 0 || o.capacity_per_shard > 0;
+}
+
 void DynamicTable::touch(uint32_t r) {
   meta(r).last_seen = stats_.clock;
-  if (front_ == r) return;
+  if (front_ == r || !keeps_recency(options_)) return;
   unlink(r);
   push_front(r);
 }
@@ -173,7 +181,7 @@ uint32_t DynamicTable::insert(int64_t key) {
   m.key = key;
   m.last_seen = stats_.clock;
   m.prev = m.next = kNil;
-  push_front(r);
+  if (keeps_recency(options_)) push_front(r);
   index_.emplace(key, r);
   ++stats_.rows;
   ++stats_.created;
@@ -221,14 +229,49 @@ Tensor DynamicTable::lookup(const Tensor& keys, int64_t step, bool replay) {
   float* dst = out.mutable_flat<float>().data();
   const absl::Span<const int64_t> k = keys.flat<int64_t>();
   absl::MutexLock lock(&mu_);
+  // The hash slots of later keys are fetched while earlier ones are found,
+  // and rows ahead of their use: a large table's lookups are main-memory
+  // round trips.
+  constexpr size_t kAhead = 8;
+  constexpr size_t kRowsAhead = 4;
+  auto resolve = [&](absl::Span<const int64_t> keys, std::vector<uint32_t>& rows)
+                     ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    rows.resize(keys.size());
+    for (size_t i = 0; i < keys.size(); ++i) {
+      if (i + kAhead < keys.size()) index_.prefetch(keys[i + kAhead]);
+      auto it = index_.find(keys[i]);
+      rows[i] = it == index_.end() ? kNil : it->second;
+    }
+  };
+  auto prefetch = [&](uint32_t r) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (r == kNil) return;
+    prefetch_row(row(r), static_cast<size_t>(stride_) * sizeof(float), /*for_write=*/true);
+    prefetch_row(&meta(r), sizeof(RowMeta), /*for_write=*/true);
+  };
   if (!replay) advance(step);
+  // Rows found before the loop stay valid while nothing is evicted, which
+  // only new rows beyond the capacity do; otherwise each key is found in
+  // turn.
+  std::vector<uint32_t> found;
+  const bool pipelined = options_.capacity_per_shard == 0 ||
+                         stats_.rows + n <= options_.capacity_per_shard;
+  if (pipelined) resolve(k, found);
   for (int64_t i = 0; i < n; ++i) {
     float* to = dst + i * dim;
     const int64_t key = k[static_cast<size_t>(i)];
-    auto it = index_.find(key);
     uint32_t r = kNil;
-    if (it != index_.end()) {
-      r = it->second;
+    if (pipelined) {
+      if (static_cast<size_t>(i) + kRowsAhead < found.size()) {
+        prefetch(found[static_cast<size_t>(i) + kRowsAhead]);
+      }
+      r = found[static_cast<size_t>(i)];
+    }
+    if (r == kNil) {
+      // Not found before the loop: an earlier duplicate may have made it.
+      auto it = index_.find(key);
+      if (it != index_.end()) r = it->second;
+    }
+    if (r != kNil) {
       if (!replay) touch(r);
     } else if (!replay) {
       if (admit(key)) {
@@ -301,23 +344,46 @@ void DynamicTable::apply(const OptimizerConfig& config, double learning_rate, co
     }
   }
   absl::MutexLock lock(&mu_);
+  // The hash slots of later keys are fetched while earlier ones are found,
+  // and rows ahead of their use: a large table's lookups are main-memory
+  // round trips.
+  constexpr size_t kAhead = 8;
+  constexpr size_t kRowsAhead = 4;
+  auto resolve = [&](absl::Span<const int64_t> keys, std::vector<uint32_t>& rows)
+                     ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    rows.resize(keys.size());
+    for (size_t i = 0; i < keys.size(); ++i) {
+      if (i + kAhead < keys.size()) index_.prefetch(keys[i + kAhead]);
+      auto it = index_.find(keys[i]);
+      rows[i] = it == index_.end() ? kNil : it->second;
+    }
+  };
+  auto prefetch = [&](uint32_t r) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (r == kNil) return;
+    prefetch_row(row(r), static_cast<size_t>(stride_) * sizeof(float), /*for_write=*/true);
+    prefetch_row(&meta(r), sizeof(RowMeta), /*for_write=*/true);
+  };
   advance(step);
   ++stats_.applies;
   const UpdateCoefficients<float> c = update_coefficients<float>(config, learning_rate,
                                                                  stats_.applies);
+  // Updates never create or evict rows: every row can be found first.
+  std::vector<uint32_t> found;
+  resolve(distinct, found);
   for (size_t u = 0; u < distinct.size(); ++u) {
-    auto it = index_.find(distinct[u]);
-    if (it == index_.end()) {
+    if (u + kRowsAhead < found.size()) prefetch(found[u + kRowsAhead]);
+    const uint32_t r = found[u];
+    if (r == kNil) {
       ++stats_.dropped_gradients;
       continue;
     }
     const float* grad = any_duplicate ? summed.data() + u * static_cast<size_t>(dim)
                                       : g + static_cast<int64_t>(u) * dim;
-    float* w = row(it->second);
+    float* w = row(r);
     float* s0 = num_slots_ >= 1 ? w + dim : nullptr;
     float* s1 = num_slots_ >= 2 ? w + 2 * dim : nullptr;
     update_dense<float>(c, w, s0, s1, grad, dim);
-    touch(it->second);
+    touch(r);
   }
 }
 
@@ -346,6 +412,10 @@ std::optional<DynamicTable::RowCopy> DynamicTable::find(int64_t key) const {
 void DynamicTable::for_each_row(
     const std::function<void(int64_t key, const float* row, int64_t last_seen)>& fn) const {
   absl::MutexLock lock(&mu_);
+  if (!keeps_recency(options_)) {
+    for (const auto& [key, r] : index_) fn(key, row(r), meta(r).last_seen);
+    return;
+  }
   for (uint32_t r = front_; r != kNil; r = meta(r).next) fn(meta(r).key, row(r), meta(r).last_seen);
 }
 
