@@ -13,8 +13,8 @@ CountMinSketch::CountMinSketch(int64_t width)
 
 size_t CountMinSketch::index(int row, int64_t key) const {
   // One independent hash per row: the key mixed with a per-row salt.
-  const uint64_t h = splitmix64(static_cast<uint64_t>(key) ^
-                                (0xC0FFEE0000000000ULL + static_cast<uint64_t>(row)));
+  const uint64_t h =
+      splitmix64(static_cast<uint64_t>(key) ^ (0xC0FFEE0000000000ULL + static_cast<uint64_t>(row)));
   return static_cast<size_t>(row) * (mask_ + 1) + static_cast<size_t>(h & mask_);
 }
 

@@ -6,8 +6,8 @@
 #include <string_view>
 
 #include "absl/strings/str_cat.h"
-#include "base/strings.h"
 #include "base/prefetch.h"
+#include "base/strings.h"
 #include "embedding/key_hash.h"
 #include "optimizer/optimizer.h"
 #include "optimizer/optimizer_kernels.h"
@@ -15,8 +15,9 @@
 namespace psflow::internal {
 
 std::vector<int64_t> DynamicTableStats::to_vector() const {
-  return {rows,    clock,        created, evicted_ttl, evicted_capacity, not_admitted,
-          dropped_gradients, applies, bytes, sketch_bytes};
+  return {
+      rows,    clock, created,     evicted_ttl, evicted_capacity, not_admitted, dropped_gradients,
+      applies, bytes, sketch_bytes};
 }
 
 DynamicTableStats DynamicTableStats::from_vector(const std::vector<int64_t>& v) {
@@ -37,9 +38,8 @@ DynamicTableStats DynamicTableStats::from_vector(const std::vector<int64_t>& v) 
 
 absl::Status DynamicTable::validate_options(const DynamicEmbeddingOptions& o) {
   if (o.dim < 1 || o.dim > kMaxDim) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("dim ", o.dim, " is out of range; a dynamic table's rows hold 1 to ",
-                     kMaxDim, " values"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "dim ", o.dim, " is out of range; a dynamic table's rows hold 1 to ", kMaxDim, " values"));
   }
   if (o.dtype != DType::kFloat32) {
     return absl::InvalidArgumentError(absl::StrCat("dtype ", av(dtype_name(o.dtype)),
@@ -49,35 +49,34 @@ absl::Status DynamicTable::validate_options(const DynamicEmbeddingOptions& o) {
   if (o.initializer != DynamicEmbeddingInitializer::kZeros &&
       o.initializer != DynamicEmbeddingInitializer::kUniform &&
       o.initializer != DynamicEmbeddingInitializer::kNormal) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("unknown initializer ", static_cast<int>(o.initializer),
-                     "; use zeros (0), uniform (1) or normal (2)"));
+    return absl::InvalidArgumentError(absl::StrCat("unknown initializer ",
+                                                   static_cast<int>(o.initializer),
+                                                   "; use zeros (0), uniform (1) or normal (2)"));
   }
   if (!std::isfinite(o.init_scale) || o.init_scale < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("init_scale ", o.init_scale, " must be finite and >= 0"));
   }
   if (o.capacity_per_shard < 0 || o.capacity_per_shard > int64_t{kNil} - 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "capacity_per_shard ", o.capacity_per_shard, " is out of range; use 0 (unbounded) to ",
-        int64_t{kNil} - 1));
+    return absl::InvalidArgumentError(absl::StrCat("capacity_per_shard ", o.capacity_per_shard,
+                                                   " is out of range; use 0 (unbounded) to ",
+                                                   int64_t{kNil} - 1));
   }
   if (o.ttl_steps < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("ttl_steps ", o.ttl_steps, " is negative; use 0 for no expiry"));
   }
   if (o.admit_after < 0 || o.admit_after > kMaxAdmitAfter) {
-    return absl::InvalidArgumentError(absl::StrCat("admit_after ", o.admit_after,
-                                                   " is out of range; use 0 to ",
-                                                   kMaxAdmitAfter));
+    return absl::InvalidArgumentError(
+        absl::StrCat("admit_after ", o.admit_after, " is out of range; use 0 to ", kMaxAdmitAfter));
   }
   if (o.admit_after > 1 && (o.sketch_width < 1 || o.sketch_width > kMaxSketchWidth)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "sketch_width ", o.sketch_width, " is out of range; use 1 to ", kMaxSketchWidth));
+    return absl::InvalidArgumentError(absl::StrCat("sketch_width ", o.sketch_width,
+                                                   " is out of range; use 1 to ", kMaxSketchWidth));
   }
   if (!(o.admit_probability > 0 && o.admit_probability <= 1)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "admit_probability ", o.admit_probability, " is out of range; use (0, 1]"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("admit_probability ", o.admit_probability, " is out of range; use (0, 1]"));
   }
   absl::Status s = validate_optimizer(o.optimizer);
   if (!s.ok()) return absl::InvalidArgumentError(absl::StrCat("optimizer: ", s.message()));
@@ -114,8 +113,14 @@ const DynamicTable::RowMeta& DynamicTable::meta(uint32_t r) const {
 
 void DynamicTable::unlink(uint32_t r) {
   RowMeta& m = meta(r);
-  if (m.prev != kNil) meta(m.prev).next = m.next; else front_ = m.next;
-  if (m.next != kNil) meta(m.next).prev = m.prev; else back_ = m.prev;
+  if (m.prev != kNil)
+    meta(m.prev).next = m.next;
+  else
+    front_ = m.next;
+  if (m.next != kNil)
+    meta(m.next).prev = m.prev;
+  else
+    back_ = m.prev;
   m.prev = m.next = kNil;
 }
 
@@ -123,7 +128,10 @@ void DynamicTable::push_front(uint32_t r) {
   RowMeta& m = meta(r);
   m.prev = kNil;
   m.next = front_;
-  if (front_ != kNil) meta(front_).prev = r; else back_ = r;
+  if (front_ != kNil)
+    meta(front_).prev = r;
+  else
+    back_ = r;
   front_ = r;
 }
 
@@ -174,7 +182,8 @@ uint32_t DynamicTable::insert(int64_t key) {
   initial_row(options_, key, values);
   const std::vector<std::string_view> slots = optimizer_slot_names(options_.optimizer.kind);
   for (size_t i = 0; i < slots.size(); ++i) {
-    const auto init = static_cast<float>(optimizer_slot_initial_value(options_.optimizer, slots[i]));
+    const auto init =
+        static_cast<float>(optimizer_slot_initial_value(options_.optimizer, slots[i]));
     std::fill_n(values + options_.dim * static_cast<int64_t>(i + 1), options_.dim, init);
   }
   RowMeta& m = meta(r);
@@ -211,13 +220,13 @@ absl::Status DynamicTable::validate_lookup(const Tensor& keys) const {
   }
   if (keys.num_elements() > kMaxKeys) {
     return absl::InvalidArgumentError(absl::StrCat(keys.num_elements(),
-                                                   " keys in one request; send at most ",
-                                                   kMaxKeys, " per request and ps task"));
+                                                   " keys in one request; send at most ", kMaxKeys,
+                                                   " per request and ps task"));
   }
   if (keys.num_elements() * options_.dim * 4 > kMaxResultBytes) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        keys.num_elements(), " keys of dim ", options_.dim, " make a result over ",
-        kMaxResultBytes, " bytes; split the lookup into smaller requests"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(keys.num_elements(), " keys of dim ", options_.dim, " make a result over ",
+                     kMaxResultBytes, " bytes; split the lookup into smaller requests"));
   }
   return absl::OkStatus();
 }
@@ -236,13 +245,13 @@ Tensor DynamicTable::lookup(const Tensor& keys, int64_t step, bool replay) {
   constexpr size_t kRowsAhead = 4;
   auto resolve = [&](absl::Span<const int64_t> keys, std::vector<uint32_t>& rows)
                      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    rows.resize(keys.size());
-    for (size_t i = 0; i < keys.size(); ++i) {
-      if (i + kAhead < keys.size()) index_.prefetch(keys[i + kAhead]);
-      auto it = index_.find(keys[i]);
-      rows[i] = it == index_.end() ? kNil : it->second;
-    }
-  };
+                       rows.resize(keys.size());
+                       for (size_t i = 0; i < keys.size(); ++i) {
+                         if (i + kAhead < keys.size()) index_.prefetch(keys[i + kAhead]);
+                         auto it = index_.find(keys[i]);
+                         rows[i] = it == index_.end() ? kNil : it->second;
+                       }
+                     };
   auto prefetch = [&](uint32_t r) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (r == kNil) return;
     prefetch_row(row(r), static_cast<size_t>(stride_) * sizeof(float), /*for_write=*/true);
@@ -253,8 +262,8 @@ Tensor DynamicTable::lookup(const Tensor& keys, int64_t step, bool replay) {
   // only new rows beyond the capacity do; otherwise each key is found in
   // turn.
   std::vector<uint32_t> found;
-  const bool pipelined = options_.capacity_per_shard == 0 ||
-                         stats_.rows + n <= options_.capacity_per_shard;
+  const bool pipelined =
+      options_.capacity_per_shard == 0 || stats_.rows + n <= options_.capacity_per_shard;
   if (pipelined) resolve(k, found);
   for (int64_t i = 0; i < n; ++i) {
     float* to = dst + i * dim;
@@ -292,10 +301,10 @@ Tensor DynamicTable::lookup(const Tensor& keys, int64_t step, bool replay) {
 absl::Status DynamicTable::validate_apply(const OptimizerConfig& config, double learning_rate,
                                           const Tensor& keys, const Tensor& grads) const {
   if (config.kind != options_.optimizer.kind) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "the table keeps the slots of ", av(optimizer_name(options_.optimizer.kind)),
-        " but the update uses ", av(optimizer_name(config.kind)),
-        "; update it with the optimizer it was created with"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("the table keeps the slots of ", av(optimizer_name(options_.optimizer.kind)),
+                     " but the update uses ", av(optimizer_name(config.kind)),
+                     "; update it with the optimizer it was created with"));
   }
   absl::Status s = validate_optimizer(config);
   if (!s.ok()) return s;
@@ -307,10 +316,10 @@ absl::Status DynamicTable::validate_apply(const OptimizerConfig& config, double 
   if (!s.ok()) return s;
   if (!grads.valid() || grads.dtype() != DType::kFloat32 || grads.rank() != 2 ||
       grads.dim(0) != keys.num_elements() || grads.dim(1) != options_.dim) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "gradients must be float32 [", keys.num_elements(), ", ", options_.dim,
-        "] (one row of dim values per key), not ",
-        grads.valid() ? grads.debug_string(0) : std::string("absent")));
+    return absl::InvalidArgumentError(
+        absl::StrCat("gradients must be float32 [", keys.num_elements(), ", ", options_.dim,
+                     "] (one row of dim values per key), not ",
+                     grads.valid() ? grads.debug_string(0) : std::string("absent")));
   }
   return absl::OkStatus();
 }
@@ -351,13 +360,13 @@ void DynamicTable::apply(const OptimizerConfig& config, double learning_rate, co
   constexpr size_t kRowsAhead = 4;
   auto resolve = [&](absl::Span<const int64_t> keys, std::vector<uint32_t>& rows)
                      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    rows.resize(keys.size());
-    for (size_t i = 0; i < keys.size(); ++i) {
-      if (i + kAhead < keys.size()) index_.prefetch(keys[i + kAhead]);
-      auto it = index_.find(keys[i]);
-      rows[i] = it == index_.end() ? kNil : it->second;
-    }
-  };
+                       rows.resize(keys.size());
+                       for (size_t i = 0; i < keys.size(); ++i) {
+                         if (i + kAhead < keys.size()) index_.prefetch(keys[i + kAhead]);
+                         auto it = index_.find(keys[i]);
+                         rows[i] = it == index_.end() ? kNil : it->second;
+                       }
+                     };
   auto prefetch = [&](uint32_t r) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (r == kNil) return;
     prefetch_row(row(r), static_cast<size_t>(stride_) * sizeof(float), /*for_write=*/true);
@@ -365,8 +374,8 @@ void DynamicTable::apply(const OptimizerConfig& config, double learning_rate, co
   };
   advance(step);
   ++stats_.applies;
-  const UpdateCoefficients<float> c = update_coefficients<float>(config, learning_rate,
-                                                                 stats_.applies);
+  const UpdateCoefficients<float> c =
+      update_coefficients<float>(config, learning_rate, stats_.applies);
   // Updates never create or evict rows: every row can be found first.
   std::vector<uint32_t> found;
   resolve(distinct, found);
@@ -392,12 +401,12 @@ DynamicTableStats DynamicTable::stats() const {
   DynamicTableStats s = stats_;
   const int64_t chunks = static_cast<int64_t>(value_chunks_.size());
   s.sketch_bytes = sketch_.has_value() ? static_cast<int64_t>(sketch_->bytes()) : 0;
-  s.bytes = chunks * kChunkRows *
-                (stride_ * static_cast<int64_t>(sizeof(float)) +
-                 static_cast<int64_t>(sizeof(RowMeta))) +
-            static_cast<int64_t>(index_.capacity()) *
-                static_cast<int64_t>(sizeof(std::pair<int64_t, uint32_t>) + 1) +
-            static_cast<int64_t>(free_.capacity() * sizeof(uint32_t)) + s.sketch_bytes;
+  s.bytes =
+      chunks * kChunkRows *
+          (stride_ * static_cast<int64_t>(sizeof(float)) + static_cast<int64_t>(sizeof(RowMeta))) +
+      static_cast<int64_t>(index_.capacity()) *
+          static_cast<int64_t>(sizeof(std::pair<int64_t, uint32_t>) + 1) +
+      static_cast<int64_t>(free_.capacity() * sizeof(uint32_t)) + s.sketch_bytes;
   return s;
 }
 

@@ -26,16 +26,16 @@ namespace psflow::internal {
 // decides admission).
 // Thread-safety: a value type.
 struct DynamicTableStats {
-  int64_t rows = 0;              // live rows
-  int64_t clock = 0;             // the largest step seen
-  int64_t created = 0;           // rows created (admitted keys), ever
-  int64_t evicted_ttl = 0;       // rows evicted by ttl_steps
-  int64_t evicted_capacity = 0;  // rows evicted by capacity_per_shard
-  int64_t not_admitted = 0;      // looked-up keys answered without a row
+  int64_t rows = 0;               // live rows
+  int64_t clock = 0;              // the largest step seen
+  int64_t created = 0;            // rows created (admitted keys), ever
+  int64_t evicted_ttl = 0;        // rows evicted by ttl_steps
+  int64_t evicted_capacity = 0;   // rows evicted by capacity_per_shard
+  int64_t not_admitted = 0;       // looked-up keys answered without a row
   int64_t dropped_gradients = 0;  // gradient rows of keys without a row
-  int64_t applies = 0;           // gradient applies (Adam's step count)
-  int64_t bytes = 0;             // memory of rows, index and sketch
-  int64_t sketch_bytes = 0;      // of which the admission sketch
+  int64_t applies = 0;            // gradient applies (Adam's step count)
+  int64_t bytes = 0;              // memory of rows, index and sketch
+  int64_t sketch_bytes = 0;       // of which the admission sketch
 
   // The wire form: one int64 per field, in declaration order.
   static constexpr int kFields = 10;
@@ -47,10 +47,11 @@ struct DynamicTableStats {
 // kChunkRows; each row holds its dim values then its slots (value, s0, s1)
 // so that an optimizer step touches one contiguous span, and beside it its
 // key, last-seen step and its neighbours in the recency list (24 bytes).
-// Recency: every lookup or update of a row moves it to the front of a list
-// and sets its last-seen step to the table's clock (the largest step any
-// request carried), so the list is ordered by last-seen step and both
-// expiry rules evict from its back in O(rows evicted).
+// Recency: every lookup or update of a row sets its last-seen step to the
+// table's clock (the largest step any request carried) and, when the table
+// has an eviction rule (ttl_steps or capacity_per_shard), moves it to the
+// front of a list, so the list is ordered by last-seen step and both rules
+// evict from its back in O(rows evicted).
 // Thread-safety: thread-safe; one lock per table.
 class DynamicTable {
  public:
@@ -103,7 +104,8 @@ class DynamicTable {
     int64_t last_seen = 0;
   };
   [[nodiscard]] std::optional<RowCopy> find(int64_t key) const ABSL_LOCKS_EXCLUDED(mu_);
-  // Every row from most to least recently used: what a checkpoint saves.
+  // Every row (from most to least recently used when the table has an
+  // eviction rule; in index order otherwise): what a checkpoint saves.
   void for_each_row(const std::function<void(int64_t key, const float* row, int64_t last_seen)>& fn)
       const ABSL_LOCKS_EXCLUDED(mu_);
 

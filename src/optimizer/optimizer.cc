@@ -179,9 +179,10 @@ UpdateCoefficients<T> update_coefficients(const OptimizerConfig& c, double lr, i
   return k;
 }
 
-template UpdateCoefficients<float> update_coefficients<float>(const OptimizerConfig&, double, int64_t);
-template UpdateCoefficients<double> update_coefficients<double>(const OptimizerConfig&, double, int64_t);
-
+template UpdateCoefficients<float> update_coefficients<float>(const OptimizerConfig&, double,
+                                                              int64_t);
+template UpdateCoefficients<double> update_coefficients<double>(const OptimizerConfig&, double,
+                                                                int64_t);
 
 std::vector<std::string_view> optimizer_slot_names(Kind kind) {
   switch (kind) {

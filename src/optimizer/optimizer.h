@@ -90,7 +90,7 @@ struct OptimizerSlots {
 // correction). Defined for float and double.
 template <typename T>
 [[nodiscard]] UpdateCoefficients<T> update_coefficients(const OptimizerConfig& config,
-                                                       double learning_rate, int64_t step);
+                                                        double learning_rate, int64_t step);
 
 // Checks a dense gradient against a variable's dtype and shape, the
 // learning rate and the hyper-parameters, without touching anything.

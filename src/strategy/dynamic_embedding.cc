@@ -55,9 +55,9 @@ std::vector<std::vector<int64_t>> split_by_task(absl::Span<const int64_t> keys, 
 
 absl::Status check_keys(const Tensor& keys) {
   if (!keys.valid() || keys.dtype() != DType::kInt64 || keys.rank() != 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "dynamic embedding keys must be a 1-D int64 tensor, not ",
-        keys.valid() ? keys.debug_string(0) : std::string("an empty Tensor")));
+    return absl::InvalidArgumentError(
+        absl::StrCat("dynamic embedding keys must be a 1-D int64 tensor, not ",
+                     keys.valid() ? keys.debug_string(0) : std::string("an empty Tensor")));
   }
   return absl::OkStatus();
 }
@@ -125,8 +125,8 @@ Structure DynamicEmbedding::handle() const {
        {"options", absl::BytesToHexString(internal::table_options_to_bytes(state_->options))}});
 }
 
-absl::StatusOr<DynamicEmbedding> DynamicEmbedding::from_handle(const Structure& handle,
-                                                               const VariableClientLookup& clients) {
+absl::StatusOr<DynamicEmbedding> DynamicEmbedding::from_handle(
+    const Structure& handle, const VariableClientLookup& clients) {
   auto field = [&](std::string_view key, Structure::Kind kind) -> const Structure* {
     if (!handle.is_dict()) return nullptr;
     auto it = handle.fields().find(key);
@@ -149,7 +149,8 @@ absl::StatusOr<DynamicEmbedding> DynamicEmbedding::from_handle(const Structure& 
     return absl::InvalidArgumentError("the dynamic embedding handle's options are not hex");
   }
   const std::string bytes = absl::HexStringToBytes(hex);
-  PSFLOW_ASSIGN_OR_RETURN(DynamicEmbeddingOptions parsed, internal::table_options_from_bytes(bytes));
+  PSFLOW_ASSIGN_OR_RETURN(DynamicEmbeddingOptions parsed,
+                          internal::table_options_from_bytes(bytes));
   PSFLOW_RETURN_IF_ERROR(internal::DynamicTable::validate_options(parsed));
   std::vector<std::shared_ptr<VariableClient>> ps;
   for (int64_t task = 0; task < num_ps->int_value(); ++task) {
@@ -175,7 +176,8 @@ int DynamicEmbedding::num_shards() const {
 }
 
 absl::StatusOr<Tensor> DynamicEmbedding::lookup(const Tensor& keys, int64_t step) const {
-  if (state_ == nullptr) return absl::FailedPreconditionError("lookup on an empty DynamicEmbedding");
+  if (state_ == nullptr)
+    return absl::FailedPreconditionError("lookup on an empty DynamicEmbedding");
   PSFLOW_RETURN_IF_ERROR(check_keys(keys));
   const int num_tasks = num_shards();
   const absl::Span<const int64_t> k = keys.flat<int64_t>();
@@ -199,8 +201,8 @@ absl::StatusOr<Tensor> DynamicEmbedding::lookup(const Tensor& keys, int64_t step
     if (at[t].empty()) continue;
     if (results[t].size() != 1 || results[t][0].dtype() != DType::kFloat32 ||
         results[t][0].num_elements() != static_cast<int64_t>(at[t].size()) * dim) {
-      return absl::InternalError(absl::StrCat("ps task ", t, " answered a lookup of ",
-                                              at[t].size(), " keys with the wrong rows"));
+      return absl::InternalError(absl::StrCat("ps task ", t, " answered a lookup of ", at[t].size(),
+                                              " keys with the wrong rows"));
     }
     const float* src = results[t][0].flat<float>().data();
     for (size_t i = 0; i < at[t].size(); ++i) {
@@ -265,7 +267,8 @@ absl::StatusOr<std::vector<DynamicEmbeddingStats>> DynamicEmbedding::stats_per_s
       return absl::InternalError(absl::StrCat("ps task ", t, " answered DE_STATS wrongly"));
     }
     const absl::Span<const int64_t> v = results[t][0].flat<int64_t>();
-    out.push_back(to_public(DynamicTableStats::from_vector(std::vector<int64_t>(v.begin(), v.end()))));
+    out.push_back(
+        to_public(DynamicTableStats::from_vector(std::vector<int64_t>(v.begin(), v.end()))));
   }
   return out;
 }

@@ -18,9 +18,9 @@ namespace psflow::internal {
 struct DynamicEmbeddingAccess {
   // A handle on the table `name` of `options` held by `ps_clients` (index
   // = ps task), without creating it.
-  [[nodiscard]] static DynamicEmbedding attach(std::string name,
-                                               const DynamicEmbeddingOptions& options,
-                                               std::vector<std::shared_ptr<VariableClient>> ps_clients);
+  [[nodiscard]] static DynamicEmbedding attach(
+      std::string name, const DynamicEmbeddingOptions& options,
+      std::vector<std::shared_ptr<VariableClient>> ps_clients);
   // Creates the table on every client, then attaches.
   [[nodiscard]] static absl::StatusOr<DynamicEmbedding> create(
       std::string name, const DynamicEmbeddingOptions& options,

@@ -296,8 +296,8 @@ absl::Status execute_variable_ops(VariableStore& store, ExecuteBatch& batch,
     const VariableOpArgs& op = batch.ops[i];
     // A duplicate's lookups still answer, as reads that change nothing.
     if (skip_updates && is_mutating(op.kind) && op.kind != Op::DE_LOOKUP) continue;
-    PSFLOW_RETURN_IF_ERROR(with_op_context(run(store, prepared[i], skip_updates, results), i,
-                                           op.kind, op.variable));
+    PSFLOW_RETURN_IF_ERROR(
+        with_op_context(run(store, prepared[i], skip_updates, results), i, op.kind, op.variable));
   }
   return absl::OkStatus();
 }

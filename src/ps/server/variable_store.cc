@@ -168,8 +168,8 @@ absl::StatusOr<bool> VariableStore::create_table(const std::string& name,
   absl::MutexLock lock(&tables_mu_);
   auto [it, inserted] = tables_.try_emplace(name, std::move(table));
   if (!inserted && !(it->second->options() == options)) {
-    return absl::AlreadyExistsError(absl::StrCat(
-        "dynamic table '", shown_name(name), "' was created meanwhile with other options"));
+    return absl::AlreadyExistsError(absl::StrCat("dynamic table '", shown_name(name),
+                                                 "' was created meanwhile with other options"));
   }
   return inserted;
 }
