@@ -53,6 +53,7 @@
 #include "ps/client/variable_client.h"
 #include "ps/server/execute.h"
 #include "ps/server/variable_shard.h"
+#include "psflow/dynamic_embedding_options.h"
 #include "psflow/local_cluster.h"
 #include "psflow/tensor.h"
 #include "tensor/codec.h"
@@ -561,6 +562,74 @@ void BM_SparseAdagrad(benchmark::State& state) {
   });
 }
 
+// The same requests on a dynamic embedding table (docs/embeddings.md)
+// holding keys 0 .. kTableRows-1: DE_LOOKUP and DE_APPLY (Adagrad) of the
+// same random keys, against BM_Gather and BM_SparseAdagrad on the static
+// table of the same size in the same run.
+std::string dynamic_table_name(int64_t dim) { return absl::StrCat("dynamic_", dim); }
+
+void create_dynamic_table(benchmark::State& state, int64_t dim) {
+  DynamicEmbeddingOptions options;
+  options.dim = dim;
+  options.optimizer.kind = OptimizerConfig::Kind::kAdagrad;
+  ExecuteBatch create;
+  VariableOpArgs op;
+  op.kind = Op::DE_CREATE;
+  op.variable = dynamic_table_name(dim);
+  op.table = table_options_to_bytes(options);
+  create.ops.push_back(std::move(op));
+  if (!check(state, ps().client->execute_batch(std::move(create), deadline()).status())) return;
+  std::vector<int64_t> all(kTableRows);
+  for (int64_t i = 0; i < kTableRows; ++i) all[static_cast<size_t>(i)] = i;
+  ExecuteBatch fill;
+  VariableOpArgs lookup;
+  lookup.kind = Op::DE_LOOKUP;
+  lookup.variable = dynamic_table_name(dim);
+  lookup.ids = Tensor::from_vector<int64_t>(all);
+  fill.ops.push_back(std::move(lookup));
+  (void)check(state, ps().client->execute_batch(std::move(fill), deadline()).status());
+}
+
+std::string rpc_baseline(const char* name, const benchmark::State& state) {
+  return absl::StrCat("baseline=", name, "/dim:", state.range(0), "/in_flight:", state.range(1),
+                      "/real_time");
+}
+
+void BM_DynamicLookup(benchmark::State& state) {
+  const int64_t dim = state.range(0);
+  create_dynamic_table(state, dim);
+  std::vector<Tensor> ids;
+  for (uint32_t i = 0; i < 8; ++i) ids.push_back(random_ids(i));
+  int64_t step = 0;
+  run_rows(state, [&](int i) {
+    ExecuteBatch batch;
+    VariableOpArgs op =
+        make_op(Op::DE_LOOKUP, dynamic_table_name(dim), Tensor(), ids[static_cast<size_t>(i)]);
+    op.step = ++step;
+    batch.ops.push_back(std::move(op));
+    return batch;
+  });
+  state.SetLabel(rpc_baseline("BM_Gather", state));
+}
+
+void BM_DynamicSparseAdagrad(benchmark::State& state) {
+  const int64_t dim = state.range(0);
+  create_dynamic_table(state, dim);
+  const SparseAdagradInputs in(dim);
+  int64_t step = 0;
+  run_rows(state, [&](int i) {
+    ExecuteBatch batch;
+    batch.optimizers.push_back(in.adagrad);
+    VariableOpArgs op =
+        make_op(Op::DE_APPLY, dynamic_table_name(dim), in.grads, in.ids[static_cast<size_t>(i)]);
+    op.learning_rate = 0.01;
+    op.step = ++step;
+    batch.ops.push_back(std::move(op));
+    return batch;
+  });
+  state.SetLabel(rpc_baseline("BM_SparseAdagrad", state));
+}
+
 // --- the ps's row kernels alone -------------------------------------------
 
 // The same gathers and sparse Adagrad updates applied to a VariableShard in
@@ -630,6 +699,8 @@ BENCHMARK(BM_PairedWithRawTcp)
 BENCHMARK(BM_ReadScalarLatency)->UseRealTime();
 BENCHMARK(BM_Gather)->Apply(embedding_args);
 BENCHMARK(BM_SparseAdagrad)->Apply(embedding_args);
+BENCHMARK(BM_DynamicLookup)->Apply(embedding_args);
+BENCHMARK(BM_DynamicSparseAdagrad)->Apply(embedding_args);
 BENCHMARK(BM_GatherKernel)->ArgName("dim")->Arg(16)->Arg(64)->UseRealTime();
 BENCHMARK(BM_SparseAdagradKernel)->ArgName("dim")->Arg(16)->Arg(64)->UseRealTime();
 BENCHMARK(BM_NonFiniteScanKernel)->ArgName("dim")->Arg(16)->Arg(64)->UseRealTime();

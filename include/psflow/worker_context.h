@@ -12,6 +12,7 @@
 
 #include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
+#include "psflow/dynamic_embedding.h"
 #include "psflow/optimizer.h"
 #include "psflow/per_worker_resource.h"
 #include "psflow/structure.h"
@@ -144,6 +145,8 @@ class WorkerContext {
   // unbound handle apply each time they are sent (TF's at-least-once).
   [[nodiscard]] ShardedVariable bind(const ShardedVariable& variable) const;
   [[nodiscard]] Optimizer bind(const Optimizer& optimizer) const;
+  // A dynamic table's lookups and updates (docs/embeddings.md) likewise.
+  [[nodiscard]] DynamicEmbedding bind(const DynamicEmbedding& table) const;
   // The next element of this worker's copy of a per-worker dataset
   // (`iterator` is PerWorkerIterator::handle(), as the coordinator passed
   // it); nullopt at the end of the data. The copy is built from the

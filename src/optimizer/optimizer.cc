@@ -63,31 +63,6 @@ absl::Status prepare_slots(const OptimizerConfig& c, const Tensor& var, Optimize
   return absl::OkStatus();
 }
 
-// One apply's constants in the variable's type, computed once so that the
-// kernels' per-element work is pure arithmetic.
-template <typename T>
-internal::UpdateCoefficients<T> coefficients(const OptimizerConfig& c, double lr, int64_t step) {
-  internal::UpdateCoefficients<T> k;
-  k.kind = c.kind;
-  k.lr = static_cast<T>(lr);
-  k.momentum = static_cast<T>(c.momentum);
-  k.nesterov = c.nesterov;
-  k.epsilon = static_cast<T>(c.epsilon);
-  k.one_minus_beta_1 = T(1) - static_cast<T>(c.beta_1);
-  k.one_minus_beta_2 = T(1) - static_cast<T>(c.beta_2);
-  if (c.kind == Kind::kAdam) {
-    const double t = static_cast<double>(step);
-    k.adam_lr =
-        static_cast<T>(lr * std::sqrt(1.0 - std::pow(c.beta_2, t)) / (1.0 - std::pow(c.beta_1, t)));
-  }
-  k.l1 = static_cast<T>(c.l1_regularization_strength);
-  k.l2 = static_cast<T>(c.l2_regularization_strength);
-  k.beta = static_cast<T>(c.beta);
-  k.power = static_cast<T>(-c.learning_rate_power);
-  k.square_root = c.learning_rate_power == -0.5;
-  return k;
-}
-
 template <typename T>
 T* slot_data(OptimizerSlots& slots, const OptimizerConfig& c, size_t i) {
   const auto names = optimizer_slot_names(c.kind);
@@ -98,7 +73,7 @@ T* slot_data(OptimizerSlots& slots, const OptimizerConfig& c, size_t i) {
 template <typename T>
 void apply_dense_typed(const OptimizerConfig& c, double lr, int64_t step, Tensor& var,
                        OptimizerSlots& slots, const Tensor& grad) {
-  internal::update_dense<T>(coefficients<T>(c, lr, step), var.mutable_flat<T>().data(),
+  internal::update_dense<T>(update_coefficients<T>(c, lr, step), var.mutable_flat<T>().data(),
                             slot_data<T>(slots, c, 0), slot_data<T>(slots, c, 1),
                             grad.flat<T>().data(), var.num_elements());
 }
@@ -172,12 +147,42 @@ void apply_prepared_typed(const OptimizerConfig& c, double lr, int64_t step, Ten
                           const std::vector<const void*>& grads) {
   const int64_t row_size = var.dim(0) == 0 ? 0 : var.num_elements() / var.dim(0);
   if (row_size == 0 || ids.empty()) return;
-  internal::update_rows<T>(coefficients<T>(c, lr, step), var.mutable_flat<T>().data(),
+  internal::update_rows<T>(update_coefficients<T>(c, lr, step), var.mutable_flat<T>().data(),
                            slot_data<T>(slots, c, 0), slot_data<T>(slots, c, 1), row_size,
                            ids.data(), grads.data(), ids.size());
 }
 
 }  // namespace
+
+// One apply's constants in the variable's type, computed once so that the
+// kernels' per-element work is pure arithmetic.
+template <typename T>
+UpdateCoefficients<T> update_coefficients(const OptimizerConfig& c, double lr, int64_t step) {
+  UpdateCoefficients<T> k;
+  k.kind = c.kind;
+  k.lr = static_cast<T>(lr);
+  k.momentum = static_cast<T>(c.momentum);
+  k.nesterov = c.nesterov;
+  k.epsilon = static_cast<T>(c.epsilon);
+  k.one_minus_beta_1 = T(1) - static_cast<T>(c.beta_1);
+  k.one_minus_beta_2 = T(1) - static_cast<T>(c.beta_2);
+  if (c.kind == Kind::kAdam) {
+    const double t = static_cast<double>(step);
+    k.adam_lr =
+        static_cast<T>(lr * std::sqrt(1.0 - std::pow(c.beta_2, t)) / (1.0 - std::pow(c.beta_1, t)));
+  }
+  k.l1 = static_cast<T>(c.l1_regularization_strength);
+  k.l2 = static_cast<T>(c.l2_regularization_strength);
+  k.beta = static_cast<T>(c.beta);
+  k.power = static_cast<T>(-c.learning_rate_power);
+  k.square_root = c.learning_rate_power == -0.5;
+  return k;
+}
+
+template UpdateCoefficients<float> update_coefficients<float>(const OptimizerConfig&, double,
+                                                              int64_t);
+template UpdateCoefficients<double> update_coefficients<double>(const OptimizerConfig&, double,
+                                                                int64_t);
 
 std::vector<std::string_view> optimizer_slot_names(Kind kind) {
   switch (kind) {

@@ -10,6 +10,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "optimizer/optimizer_kernels.h"
 #include "psflow/optimizer_config.h"  // OptimizerConfig (public: psflow::Optimizer wraps it)
 #include "psflow/tensor.h"
 
@@ -83,6 +84,13 @@ struct OptimizerSlots {
 // offending slot or value.
 [[nodiscard]] absl::Status validate_optimizer_slots(const OptimizerSlots& slots, DType dtype,
                                                     const Shape& shape, std::string_view variable);
+
+// One apply's constants for the kernels of optimizer_kernels.h: `step` is
+// the 1-based count of applies including this one (Adam's bias
+// correction). Defined for float and double.
+template <typename T>
+[[nodiscard]] UpdateCoefficients<T> update_coefficients(const OptimizerConfig& config,
+                                                        double learning_rate, int64_t step);
 
 // Checks a dense gradient against a variable's dtype and shape, the
 // learning rate and the hyper-parameters, without touching anything.

@@ -69,6 +69,11 @@ constexpr std::array<RoleSet, v1::VariableOp::Kind_ARRAYSIZE> kVariableOpRoles =
   roles[v1::VariableOp::DELETE] = kChief;
   roles[v1::VariableOp::SNAPSHOT] = kChief;
   roles[v1::VariableOp::RESTORE] = kChief;
+  // Dynamic embedding tables: the chief defines them, workers use them.
+  roles[v1::VariableOp::DE_CREATE] = kChief;
+  roles[v1::VariableOp::DE_LOOKUP] = kReadOrUpdate;
+  roles[v1::VariableOp::DE_APPLY] = kReadOrUpdate;
+  roles[v1::VariableOp::DE_STATS] = kReadOrUpdate;
   return roles;
 }();
 

@@ -18,6 +18,7 @@
 #include "psflow/per_worker.h"
 #include "psflow/per_worker_resource.h"
 #include "psflow/status_macros.h"
+#include "strategy/dynamic_embedding_internal.h"
 #include "strategy/update_binding.h"
 #include "worker/per_worker_lease.h"
 #include "worker/per_worker_objects.h"
@@ -43,6 +44,11 @@ void WorkerContext::set_update_session(uint64_t session) {
 
 ShardedVariable WorkerContext::bind(const ShardedVariable& variable) const {
   return update_keys_ == nullptr ? variable : internal::bind_update_keys(variable, update_keys_);
+}
+
+DynamicEmbedding WorkerContext::bind(const DynamicEmbedding& table) const {
+  return update_keys_ == nullptr ? table
+                                 : internal::DynamicEmbeddingAccess::bind(table, update_keys_);
 }
 
 Optimizer WorkerContext::bind(const Optimizer& optimizer) const {

@@ -28,7 +28,8 @@ bool is_set_not_accumulate(Op::Kind kind) {
     case Op::SCATTER_MAX:
     case Op::CREATE:
     case Op::CREATE_IF_ABSENT:
-    case Op::RESTORE: return true;
+    case Op::RESTORE:
+    case Op::DE_CREATE: return true;
     default: return !is_mutating(kind);
   }
 }

@@ -52,11 +52,55 @@ const ProtoFields& proto_fields() {
 }  // namespace
 
 bool op_needs_value(v1::VariableOp::Kind kind) {
-  return kind != Op::READ && kind != Op::GATHER && kind != Op::DELETE && kind != Op::SNAPSHOT;
+  return kind != Op::READ && kind != Op::GATHER && kind != Op::DELETE && kind != Op::SNAPSHOT &&
+         kind != Op::DE_CREATE && kind != Op::DE_LOOKUP && kind != Op::DE_STATS;
 }
 
 bool op_needs_ids(v1::VariableOp::Kind kind) {
-  return kind == Op::GATHER || kind == Op::APPLY_SPARSE || is_scatter(kind);
+  return kind == Op::GATHER || kind == Op::APPLY_SPARSE || is_scatter(kind) ||
+         kind == Op::DE_LOOKUP || kind == Op::DE_APPLY;
+}
+
+std::string table_options_to_bytes(const DynamicEmbeddingOptions& o) {
+  v1::DynamicTableConfig c;
+  c.set_dim(o.dim);
+  c.set_dtype(static_cast<v1::DataType>(o.dtype));
+  c.set_seed(o.seed);
+  c.set_initializer(static_cast<int32_t>(o.initializer));
+  c.set_init_scale(o.init_scale);
+  optimizer_to_proto(o.optimizer, c.mutable_optimizer());
+  c.set_capacity_per_shard(o.capacity_per_shard);
+  c.set_ttl_steps(o.ttl_steps);
+  c.set_admit_after(o.admit_after);
+  c.set_sketch_width(o.sketch_width);
+  c.set_admit_probability(o.admit_probability);
+  return c.SerializeAsString();
+}
+
+absl::StatusOr<DynamicEmbeddingOptions> table_options_from_bytes(const std::string& bytes) {
+  v1::DynamicTableConfig c;
+  if (!c.ParseFromString(bytes)) {
+    return absl::InvalidArgumentError(
+        "the table definition does not parse as a DynamicTableConfig");
+  }
+  DynamicEmbeddingOptions o;
+  o.dim = c.dim();
+  o.dtype = static_cast<DType>(c.dtype());
+  o.seed = c.seed();
+  o.initializer = static_cast<DynamicEmbeddingInitializer>(c.initializer());
+  o.init_scale = c.init_scale();
+  absl::StatusOr<OptimizerConfig> optimizer = optimizer_from_proto(c.optimizer());
+  if (!optimizer.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the table's optimizer: ", optimizer.status().message()));
+  }
+  o.optimizer = *optimizer;
+  o.capacity_per_shard = c.capacity_per_shard();
+  o.ttl_steps = c.ttl_steps();
+  o.admit_after = c.admit_after();
+  o.sketch_width = c.sketch_width();
+  o.admit_probability = c.admit_probability();
+  return o;
 }
 
 absl::Status with_op_context(const absl::Status& s, size_t index, v1::VariableOp::Kind kind,
@@ -119,6 +163,8 @@ absl::StatusOr<ExecuteBatch> batch_from_proto(v1::ExecuteRequest& request) {
     args.kind = op.kind();
     args.optimizer = op.optimizer();
     args.learning_rate = op.learning_rate();
+    args.step = op.step();
+    if (op.has_table()) args.table = op.table().SerializeAsString();
     // Unknown kinds are left for execute_variable_ops to name.
     if (Op::Kind_IsValid(op.kind())) {
       if (op_needs_value(op.kind())) {
@@ -179,12 +225,16 @@ void batch_to_proto(const ExecuteBatch& batch, v1::ExecuteRequest* request) {
     op->set_optimizer_steps(args.optimizer_steps);
     for (const std::string& name : args.slot_names) op->add_slot_names(name);
     for (const Tensor& slot : args.slots) tensor_to_proto(slot, op->add_slots());
+    op->set_step(args.step);
+    if (!args.table.empty() && !op->mutable_table()->ParseFromString(args.table)) {
+      op->clear_table();
+    }
   }
 }
 
 bool is_mutating(v1::VariableOp::Kind kind) {
   return kind != v1::VariableOp::READ && kind != v1::VariableOp::GATHER &&
-         kind != v1::VariableOp::SNAPSHOT;
+         kind != v1::VariableOp::SNAPSHOT && kind != v1::VariableOp::DE_STATS;
 }
 
 }  // namespace psflow::internal

@@ -13,6 +13,7 @@
 #include "absl/status/statusor.h"
 #include "optimizer/optimizer.h"
 #include "ps/request/update_key.h"
+#include "psflow/dynamic_embedding_options.h"
 #include "psflow/tensor.h"
 #include "psflow/v1/variable.pb.h"
 
@@ -34,6 +35,11 @@ struct VariableOpArgs {
   int64_t optimizer_steps = 0;
   std::vector<std::string> slot_names;
   std::vector<Tensor> slots;
+  // DE_LOOKUP / DE_APPLY: the caller's step (< 0: none).
+  int64_t step = 0;
+  // DE_CREATE: the table's definition, a serialized v1::DynamicTableConfig
+  // (table_options_to_bytes).
+  std::string table;
 };
 
 // The native form of v1::ExecuteRequest. Its tensors are shared, never
@@ -65,6 +71,13 @@ struct ExecuteBatch {
 [[nodiscard]] absl::StatusOr<ExecuteBatch> batch_from_proto(v1::ExecuteRequest& request);
 // ExecuteBatch -> v1::ExecuteRequest (copies the payloads once).
 void batch_to_proto(const ExecuteBatch& batch, v1::ExecuteRequest* request);
+
+// Conversions between DynamicEmbeddingOptions and the bytes of its wire
+// form (v1::DynamicTableConfig). INVALID_ARGUMENT when the bytes do not
+// parse or name an unknown optimizer; the values are checked by the table.
+[[nodiscard]] std::string table_options_to_bytes(const DynamicEmbeddingOptions& options);
+[[nodiscard]] absl::StatusOr<DynamicEmbeddingOptions> table_options_from_bytes(
+    const std::string& bytes);
 
 // Conversions between OptimizerConfig and its wire form.
 [[nodiscard]] absl::StatusOr<OptimizerConfig> optimizer_from_proto(const v1::OptimizerProto& proto);

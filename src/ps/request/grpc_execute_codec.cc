@@ -34,6 +34,8 @@ constexpr uint32_t kOpOptimizerName = 7;
 constexpr uint32_t kOpOptimizerSteps = 8;
 constexpr uint32_t kOpSlotNames = 9;
 constexpr uint32_t kOpSlots = 10;
+constexpr uint32_t kOpStep = 11;
+constexpr uint32_t kOpTable = 12;
 // Optimizers keep at most 2 slots; more is malformed, and bounding them
 // keeps a hostile request from making millions of tiny entries.
 constexpr size_t kMaxSlotsPerOp = 16;
@@ -76,6 +78,10 @@ size_t op_body_size(const VariableOpArgs& op, size_t value_size, size_t ids_size
   for (size_t slot_size : slot_sizes) {
     size += internal::length_delimited_size(kOpSlots, slot_size);
   }
+  if (op.step != 0) {
+    size += internal::tag_size(kOpStep) + internal::varint_size(static_cast<uint64_t>(op.step));
+  }
+  if (!op.table.empty()) size += internal::length_delimited_size(kOpTable, op.table.size());
   return size;
 }
 
@@ -133,6 +139,15 @@ void write_op(const VariableOpArgs& op, ByteBufferWriter& out) {
     internal::put_tag(bytes, kOpSlots, WireType::kLengthDelimited);
     internal::put_varint(bytes, slot_sizes[i]);
     write_tensor_proto(op.slots[i], out);
+  }
+  if (op.step != 0) {
+    internal::put_tag(bytes, kOpStep, WireType::kVarint);
+    internal::put_varint(bytes, static_cast<uint64_t>(op.step));
+  }
+  if (!op.table.empty()) {
+    internal::put_tag(bytes, kOpTable, WireType::kLengthDelimited);
+    internal::put_varint(bytes, op.table.size());
+    bytes->append(op.table);
   }
 }
 
@@ -213,6 +228,15 @@ absl::Status read_op(WireStream& stream, const WireStream::Field& message,
         op->slots.push_back(*std::move(t));
         break;
       }
+      case kOpStep:
+        PSFLOW_RETURN_IF_ERROR(stream.expect(field, "VariableOp.step", WireType::kVarint));
+        op->step = static_cast<int64_t>(field.value);
+        break;
+      case kOpTable:
+        PSFLOW_RETURN_IF_ERROR(
+            stream.expect(field, "VariableOp.table", WireType::kLengthDelimited));
+        PSFLOW_RETURN_IF_ERROR(stream.read_bytes(field, &op->table));
+        break;
       default: PSFLOW_RETURN_IF_ERROR(stream.skip_unknown(field)); break;
     }
     return absl::OkStatus();

@@ -25,7 +25,32 @@ struct PreparedOp {
   const OptimizerConfig* optimizer = nullptr;
   // APPLY_SPARSE: the gradient, checked and summed by prepare().
   std::optional<PreparedSparseGradient> sparse;
+  // DE_LOOKUP, DE_APPLY, DE_STATS: the table; DE_CREATE: its options.
+  std::shared_ptr<DynamicTable> table;
+  std::optional<DynamicEmbeddingOptions> table_options;
 };
+
+bool is_table_op(Op::Kind kind) {
+  return kind == Op::DE_CREATE || kind == Op::DE_LOOKUP || kind == Op::DE_APPLY ||
+         kind == Op::DE_STATS;
+}
+
+// The checks of a dynamic table op (docs/embeddings.md): nothing changes.
+absl::Status prepare_table_op(VariableStore& store, VariableOpArgs& op, PreparedOp* out) {
+  if (op.kind == Op::DE_CREATE) {
+    PSFLOW_ASSIGN_OR_RETURN(DynamicEmbeddingOptions options, table_options_from_bytes(op.table));
+    PSFLOW_RETURN_IF_ERROR(store.check_create_table(op.variable, options));
+    out->table_options = options;
+    return absl::OkStatus();
+  }
+  PSFLOW_ASSIGN_OR_RETURN(out->table, store.find_table(op.variable));
+  switch (op.kind) {
+    case Op::DE_LOOKUP: return out->table->validate_lookup(op.ids);
+    case Op::DE_APPLY:
+      return out->table->validate_apply(*out->optimizer, op.learning_rate, op.ids, op.value);
+    default: return absl::OkStatus();
+  }
+}
 
 std::optional<ScatterOp> scatter_op(Op::Kind kind) {
   switch (kind) {
@@ -47,7 +72,8 @@ const char* update_value_holds(Op::Kind kind) {
     case Op::ASSIGN_ADD:
     case Op::ASSIGN_SUB: return "the delta holds ";
     case Op::APPLY_DENSE:
-    case Op::APPLY_SPARSE: return "the gradient holds ";
+    case Op::APPLY_SPARSE:
+    case Op::DE_APPLY: return "the gradient holds ";
     case Op::SCATTER_ADD:
     case Op::SCATTER_SUB:
     case Op::SCATTER_MUL:
@@ -96,7 +122,7 @@ absl::Status prepare(VariableStore& store, VariableOpArgs& op,
     return absl::InvalidArgumentError(
         absl::StrCat(Op::Kind_Name(op.kind), " needs row ids; set the op's ids"));
   }
-  if (op.kind == Op::APPLY_DENSE || op.kind == Op::APPLY_SPARSE) {
+  if (op.kind == Op::APPLY_DENSE || op.kind == Op::APPLY_SPARSE || op.kind == Op::DE_APPLY) {
     if (op.optimizer < 0 || op.optimizer >= static_cast<int>(optimizers.size())) {
       return absl::InvalidArgumentError(absl::StrCat("optimizer index ", op.optimizer,
                                                      " is out of range; the request carries ",
@@ -104,6 +130,7 @@ absl::Status prepare(VariableStore& store, VariableOpArgs& op,
     }
     out->optimizer = &optimizers[static_cast<size_t>(op.optimizer)];
   }
+  if (is_table_op(op.kind)) return prepare_table_op(store, op, out);
   if (op.kind == Op::CREATE || op.kind == Op::CREATE_IF_ABSENT) {
     if (op.variable.empty()) {
       return absl::InvalidArgumentError("CREATE needs a variable name");
@@ -147,10 +174,23 @@ absl::Status prepare(VariableStore& store, VariableOpArgs& op,
   }
 }
 
-absl::Status run(VariableStore& store, PreparedOp& prepared, std::vector<Tensor>* results) {
+absl::Status run(VariableStore& store, PreparedOp& prepared, bool replay,
+                 std::vector<Tensor>* results) {
   VariableOpArgs& op = *prepared.args;
   VariableShard* shard = prepared.shard.get();
   switch (op.kind) {
+    case Op::DE_CREATE: return store.create_table(op.variable, *prepared.table_options).status();
+    case Op::DE_LOOKUP:
+      results->push_back(prepared.table->lookup(op.ids, op.step, replay));
+      return absl::OkStatus();
+    case Op::DE_APPLY:
+      prepared.table->apply(*prepared.optimizer, op.learning_rate, op.ids, op.value, op.step);
+      return absl::OkStatus();
+    case Op::DE_STATS: {
+      const std::vector<int64_t> stats = prepared.table->stats().to_vector();
+      results->push_back(Tensor::from_vector(stats, {static_cast<int64_t>(stats.size())}));
+      return absl::OkStatus();
+    }
     case Op::READ: results->push_back(shard->read_shared()); return absl::OkStatus();
     case Op::GATHER: {
       PSFLOW_ASSIGN_OR_RETURN(Tensor rows, shard->gather(op.ids));
@@ -202,12 +242,20 @@ absl::Status execute_variable_ops(VariableStore& store, ExecuteBatch& batch,
   absl::flat_hash_set<std::string_view> created;
   absl::flat_hash_map<std::string_view, OptimizerConfig::Kind> applied_by;
   absl::flat_hash_set<std::string_view> deleted;
+  absl::flat_hash_set<std::string_view> tables_created;
   for (size_t i = 0; i < batch.ops.size(); ++i) {
     VariableOpArgs& op = batch.ops[i];
     PSFLOW_RETURN_IF_ERROR(with_op_context(prepare(store, op, batch.optimizers, &prepared[i]), i,
                                            op.kind, op.variable));
     absl::Status in_batch;
-    if (op.kind == Op::CREATE || op.kind == Op::CREATE_IF_ABSENT || op.kind == Op::RESTORE) {
+    if (op.kind == Op::DE_CREATE) {
+      if (!tables_created.insert(op.variable).second) {
+        in_batch = absl::InvalidArgumentError(
+            "the batch creates this dynamic table twice; send one DE_CREATE per table and batch");
+      }
+    } else if (is_table_op(op.kind)) {
+      // Tables check their own optimizer kind.
+    } else if (op.kind == Op::CREATE || op.kind == Op::CREATE_IF_ABSENT || op.kind == Op::RESTORE) {
       if (!created.insert(op.variable).second) {
         in_batch = absl::InvalidArgumentError(
             "the batch creates or restores this variable twice; send one CREATE or RESTORE "
@@ -246,9 +294,10 @@ absl::Status execute_variable_ops(VariableStore& store, ExecuteBatch& batch,
   }
   for (size_t i = 0; i < prepared.size(); ++i) {
     const VariableOpArgs& op = batch.ops[i];
-    if (skip_updates && is_mutating(op.kind)) continue;
+    // A duplicate's lookups still answer, as reads that change nothing.
+    if (skip_updates && is_mutating(op.kind) && op.kind != Op::DE_LOOKUP) continue;
     PSFLOW_RETURN_IF_ERROR(
-        with_op_context(run(store, prepared[i], results), i, op.kind, op.variable));
+        with_op_context(run(store, prepared[i], skip_updates, results), i, op.kind, op.variable));
   }
   return absl::OkStatus();
 }

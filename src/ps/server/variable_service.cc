@@ -75,8 +75,21 @@ Estimate estimate(const ExecuteBatch& batch, const VariableStore& store) {
         e.response_bytes = saturating_add(e.response_bytes, saturating_add(bytes, kFramingBytes));
         break;
       }
+      case Op::DE_LOOKUP: {
+        absl::StatusOr<std::shared_ptr<DynamicTable>> table = store.find_table(op.variable);
+        if (!table.ok() || !op.ids.valid()) break;
+        const size_t bytes =
+            saturating_mul(static_cast<size_t>(op.ids.num_elements()),
+                           static_cast<size_t>((*table)->options().dim) * sizeof(float));
+        e.work_bytes = saturating_add(e.work_bytes, saturating_mul(bytes, 2));
+        e.response_bytes = saturating_add(e.response_bytes, saturating_add(bytes, kFramingBytes));
+        break;
+      }
+      case Op::DE_STATS: e.response_bytes += kFramingBytes + 128; break;
+      case Op::DE_CREATE: break;
       case Op::APPLY_DENSE:
       case Op::APPLY_SPARSE:
+      case Op::DE_APPLY:
         // The variable's rows, up to two slots, and the gradient, each read
         // and written, with square roots and divisions on the way.
         e.work_bytes += 8 * (op.value.valid() ? op.value.byte_size() : 0);

@@ -144,4 +144,46 @@ int64_t VariableStore::duplicate_updates() const {
   return duplicates_;
 }
 
+absl::Status VariableStore::check_create_table(const std::string& name,
+                                               const DynamicEmbeddingOptions& options) const {
+  if (name.empty()) {
+    return absl::InvalidArgumentError("DE_CREATE needs a table name; set the op's variable");
+  }
+  PSFLOW_RETURN_IF_ERROR(DynamicTable::validate_options(options));
+  absl::MutexLock lock(&tables_mu_);
+  auto it = tables_.find(name);
+  if (it != tables_.end() && !(it->second->options() == options)) {
+    return absl::AlreadyExistsError(absl::StrCat(
+        "dynamic table '", shown_name(name), "' exists on this ps with other options (dim ",
+        it->second->options().dim, ", seed ", it->second->options().seed,
+        "); create it with the same options, or under another name"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<bool> VariableStore::create_table(const std::string& name,
+                                                 const DynamicEmbeddingOptions& options) {
+  PSFLOW_RETURN_IF_ERROR(check_create_table(name, options));
+  PSFLOW_ASSIGN_OR_RETURN(std::unique_ptr<DynamicTable> table, DynamicTable::create(options));
+  absl::MutexLock lock(&tables_mu_);
+  auto [it, inserted] = tables_.try_emplace(name, std::move(table));
+  if (!inserted && !(it->second->options() == options)) {
+    return absl::AlreadyExistsError(absl::StrCat("dynamic table '", shown_name(name),
+                                                 "' was created meanwhile with other options"));
+  }
+  return inserted;
+}
+
+absl::StatusOr<std::shared_ptr<DynamicTable>> VariableStore::find_table(
+    std::string_view name) const {
+  absl::MutexLock lock(&tables_mu_);
+  auto it = tables_.find(av(name));
+  if (it == tables_.end()) {
+    return absl::NotFoundError(absl::StrCat("no dynamic table '", shown_name(name),
+                                            "' on this ps (it holds ", tables_.size(),
+                                            "); create it first (DE_CREATE, from the chief)"));
+  }
+  return it->second;
+}
+
 }  // namespace psflow::internal

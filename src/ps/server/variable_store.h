@@ -13,6 +13,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "embedding/dynamic_table.h"
 #include "ps/request/update_key.h"
 #include "ps/server/variable_shard.h"
 #include "psflow/server.h"
@@ -76,6 +77,20 @@ class VariableStore {
   [[nodiscard]] size_t size() const ABSL_LOCKS_EXCLUDED(mu_);
   [[nodiscard]] std::vector<std::shared_ptr<VariableShard>> all() const ABSL_LOCKS_EXCLUDED(mu_);
 
+  // Dynamic embedding tables, by name: a namespace apart from variables'.
+  // create_table keeps a table of that name made with the same options
+  // (returns false) and refuses one made with others (ALREADY_EXISTS);
+  // check_create_table is its checks without creating.
+  [[nodiscard]] absl::StatusOr<bool> create_table(const std::string& name,
+                                                  const DynamicEmbeddingOptions& options)
+      ABSL_LOCKS_EXCLUDED(tables_mu_);
+  [[nodiscard]] absl::Status check_create_table(const std::string& name,
+                                                const DynamicEmbeddingOptions& options) const
+      ABSL_LOCKS_EXCLUDED(tables_mu_);
+  // NOT_FOUND naming the table and how many this ps holds.
+  [[nodiscard]] absl::StatusOr<std::shared_ptr<DynamicTable>> find_table(
+      std::string_view name) const ABSL_LOCKS_EXCLUDED(tables_mu_);
+
  private:
   const NonFinitePolicy non_finite_updates_;
   // Exactly-once bookkeeping; its own lock, taken alone.
@@ -86,6 +101,10 @@ class VariableStore {
 
   mutable absl::Mutex mu_;
   absl::flat_hash_map<std::string, std::shared_ptr<VariableShard>> shards_ ABSL_GUARDED_BY(mu_);
+
+  mutable absl::Mutex tables_mu_;
+  absl::flat_hash_map<std::string, std::shared_ptr<DynamicTable>> tables_
+      ABSL_GUARDED_BY(tables_mu_);
 };
 
 }  // namespace psflow::internal
