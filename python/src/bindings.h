@@ -74,8 +74,7 @@ T value_or_raise(absl::StatusOr<T> value) {
 // of a bad leaf, e.g. "args[1]['w']".
 [[nodiscard]] Structure structure_from_python(py::handle obj, const std::string& what);
 // The same, RemoteValue leaves allowed (schedule's arguments).
-[[nodiscard]] RemoteStructure remote_structure_from_python(py::handle obj,
-                                                           const std::string& what);
+[[nodiscard]] RemoteStructure remote_structure_from_python(py::handle obj, const std::string& what);
 // Structure -> Python: tensors as arrays (see array_from_tensor), strings
 // as str (bytes when not UTF-8), tuples, lists, dicts.
 [[nodiscard]] py::object structure_to_python(const Structure& s, bool writable);

@@ -44,7 +44,9 @@ void init_cluster(py::module_& m) {
   // canonical JSON.
   m.def(
       "_cluster_spec_json",
-      [](const std::string& json) { return value_or_raise(ClusterSpec::from_json(json)).to_json(); },
+      [](const std::string& json) {
+        return value_or_raise(ClusterSpec::from_json(json)).to_json();
+      },
       py::arg("json"));
   m.def(
       "_validate_parameter_server_cluster",

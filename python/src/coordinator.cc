@@ -69,7 +69,8 @@ schedule(), which then waits for it.)")
           py::arg("timeout") = py::none(),
           "Waits until ready, or `timeout` seconds; returns whether it is ready.")
       .def_property_readonly(
-          "status", [](const RemoteValue& v) { return std::string(remote_value_status_name(v.status())); })
+          "status",
+          [](const RemoteValue& v) { return std::string(remote_value_status_name(v.status())); })
       .def_property_readonly("closure_id", &RemoteValue::closure_id)
       .def_property_readonly("function_name", &RemoteValue::function_name)
       .def("__repr__", &RemoteValue::debug_string);

@@ -1,4 +1,6 @@
 // LocalCluster: ps and worker processes on loopback, children of this one.
+#include "psflow/local_cluster.h"
+
 #include <pybind11/stl.h>
 
 #include <memory>
@@ -8,7 +10,6 @@
 
 #include "absl/time/time.h"
 #include "bindings.h"
-#include "psflow/local_cluster.h"
 
 namespace psflow::python {
 namespace {
@@ -33,37 +34,39 @@ struct Cluster {
 
 void init_local_cluster(py::module_& m) {
   py::class_<Cluster>(m, "_LocalCluster")
-      .def(py::init([](int num_ps, int num_workers, const std::string& binary,
-                       const std::string& host, double startup_timeout_seconds,
-                       const std::string& log_dir, int max_restarts,
-                       std::vector<std::string> server_flags, bool insecure,
-                       const std::string& tls_dir) {
-             LocalClusterOptions options;
-             options.num_ps = num_ps;
-             options.num_workers = num_workers;
-             options.binary_path = binary;
-             options.host = host;
-             options.startup_timeout = absl::Seconds(startup_timeout_seconds);
-             options.log_dir = log_dir;
-             options.max_restarts = max_restarts;
-             options.server_flags = std::move(server_flags);
-             options.insecure = insecure;
-             options.tls_dir = tls_dir;
-             absl::StatusOr<std::unique_ptr<LocalCluster>> started;
-             {
-               py::gil_scoped_release release;
-               started = LocalCluster::start(std::move(options));
-             }
-             auto out = std::make_unique<Cluster>();
-             out->cluster = value_or_raise(std::move(started));
-             return out;
-           }),
-           py::arg("num_ps"), py::arg("num_workers"), py::arg("binary"), py::arg("host"),
-           py::arg("startup_timeout_seconds"), py::arg("log_dir"), py::arg("max_restarts"),
-           py::arg("server_flags"), py::arg("insecure"), py::arg("tls_dir"))
-      .def("cluster_spec_json", [](const Cluster& c) { return c.cluster->cluster_spec().to_json(); })
       .def(
-          "pid", [](const Cluster& c, const std::string& job, int index) {
+          py::init(
+              [](int num_ps, int num_workers, const std::string& binary, const std::string& host,
+                 double startup_timeout_seconds, const std::string& log_dir, int max_restarts,
+                 std::vector<std::string> server_flags, bool insecure, const std::string& tls_dir) {
+                LocalClusterOptions options;
+                options.num_ps = num_ps;
+                options.num_workers = num_workers;
+                options.binary_path = binary;
+                options.host = host;
+                options.startup_timeout = absl::Seconds(startup_timeout_seconds);
+                options.log_dir = log_dir;
+                options.max_restarts = max_restarts;
+                options.server_flags = std::move(server_flags);
+                options.insecure = insecure;
+                options.tls_dir = tls_dir;
+                absl::StatusOr<std::unique_ptr<LocalCluster>> started;
+                {
+                  py::gil_scoped_release release;
+                  started = LocalCluster::start(std::move(options));
+                }
+                auto out = std::make_unique<Cluster>();
+                out->cluster = value_or_raise(std::move(started));
+                return out;
+              }),
+          py::arg("num_ps"), py::arg("num_workers"), py::arg("binary"), py::arg("host"),
+          py::arg("startup_timeout_seconds"), py::arg("log_dir"), py::arg("max_restarts"),
+          py::arg("server_flags"), py::arg("insecure"), py::arg("tls_dir"))
+      .def("cluster_spec_json",
+           [](const Cluster& c) { return c.cluster->cluster_spec().to_json(); })
+      .def(
+          "pid",
+          [](const Cluster& c, const std::string& job, int index) {
             return static_cast<int64_t>(value_or_raise(c.cluster->pid(job, index)));
           },
           py::arg("job"), py::arg("index"))
@@ -85,8 +88,8 @@ void init_local_cluster(py::module_& m) {
             absl::StatusOr<pid_t> pid;
             {
               py::gil_scoped_release release;
-              pid = c.cluster->wait_for_restart(job, index, restarts,
-                                                absl::Seconds(timeout_seconds));
+              pid =
+                  c.cluster->wait_for_restart(job, index, restarts, absl::Seconds(timeout_seconds));
             }
             return static_cast<int64_t>(value_or_raise(std::move(pid)));
           },

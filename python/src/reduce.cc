@@ -32,8 +32,8 @@ DistributedNest nest_from_python(py::handle obj, const std::string& what, int de
     if (values.empty()) raise_value_error(what + ": a PerReplica needs at least one value");
     const int n = static_cast<int>(values.size());
     if (replicas.has_value() && *replicas != n) {
-      raise_value_error(absl::StrCat(what, ": PerReplica of ", n,
-                                     " values where others have ", *replicas));
+      raise_value_error(
+          absl::StrCat(what, ": PerReplica of ", n, " values where others have ", *replicas));
     }
     replicas = n;
     return DistributedNest(PerReplica(std::move(values)));
@@ -53,8 +53,8 @@ DistributedNest nest_from_python(py::handle obj, const std::string& what, int de
     for (auto [key, value] : py::reinterpret_borrow<py::dict>(obj)) {
       if (!py::isinstance<py::str>(key)) raise_type_error(what + ": dict keys must be str");
       std::string name = key.cast<std::string>();
-      fields.emplace(name, nest_from_python(value, absl::StrCat(what, "['", name, "']"),
-                                            depth + 1, replicas));
+      fields.emplace(
+          name, nest_from_python(value, absl::StrCat(what, "['", name, "']"), depth + 1, replicas));
     }
     return DistributedNest::dict(std::move(fields));
   }

@@ -1,4 +1,6 @@
 // ParameterServerStrategy, its scope, and the variable partitioners.
+#include "psflow/strategy.h"
+
 #include <pybind11/stl.h>
 
 #include <memory>
@@ -12,7 +14,6 @@
 #include "bindings.h"
 #include "psflow/cluster_resolver.h"
 #include "psflow/partitioners.h"
-#include "psflow/strategy.h"
 
 namespace psflow::python {
 namespace {
@@ -47,8 +48,7 @@ Partitioner python_partitioner(py::object fn) {
       py::object result = (*held)(py::tuple(py::cast(shape)), dt);
       return result.cast<std::vector<int64_t>>();
     } catch (py::error_already_set& e) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("variable_partitioner raised ", e.what()));
+      return absl::InvalidArgumentError(absl::StrCat("variable_partitioner raised ", e.what()));
     } catch (const py::cast_error& e) {
       return absl::InvalidArgumentError(absl::StrCat(
           "variable_partitioner must return a list of ints (partitions per axis): ", e.what()));
@@ -66,10 +66,11 @@ Partitioner partitioner_from_python(const py::object& obj) {
     }
   }
   if (PyCallable_Check(obj.ptr())) return python_partitioner(obj);
-  raise_type_error("ParameterServerStrategy: variable_partitioner must be a partitioner "
-                   "(psflow.distribute.experimental.partitioners) or a callable "
-                   "(shape, dtype) -> list of ints, got " +
-                   std::string(py::repr(obj)));
+  raise_type_error(
+      "ParameterServerStrategy: variable_partitioner must be a partitioner "
+      "(psflow.distribute.experimental.partitioners) or a callable "
+      "(shape, dtype) -> list of ints, got " +
+      std::string(py::repr(obj)));
 }
 
 }  // namespace
@@ -78,7 +79,9 @@ void init_strategy(py::module_& m) {
   py::class_<NativePartitioner>(m, "_Partitioner")
       .def_static(
           "fixed_shards",
-          [](int num_shards) { return NativePartitioner{value_or_raise(fixed_shards_partitioner(num_shards))}; },
+          [](int num_shards) {
+            return NativePartitioner{value_or_raise(fixed_shards_partitioner(num_shards))};
+          },
           py::arg("num_shards"))
       .def_static(
           "min_size",
@@ -98,7 +101,8 @@ void init_strategy(py::module_& m) {
           "__call__",
           [](const NativePartitioner& p, const Shape& shape, const std::string& dtype) {
             absl::StatusOr<DType> dt = dtype_from_name(dtype);
-            if (!dt.ok()) raise_value_error("partitioner: dtype: " + std::string(dt.status().message()));
+            if (!dt.ok())
+              raise_value_error("partitioner: dtype: " + std::string(dt.status().message()));
             return value_or_raise(p.fn(shape, *dt));
           },
           py::arg("shape"), py::arg("dtype"));
@@ -117,8 +121,8 @@ void init_strategy(py::module_& m) {
              if (!(variable_timeout_seconds > 0)) {
                raise_value_error("ParameterServerStrategy: variable_timeout must be > 0 seconds");
              }
-             ParameterServerStrategyOptions options{
-                 .variable_timeout = absl::Seconds(variable_timeout_seconds)};
+             ParameterServerStrategyOptions options{.variable_timeout =
+                                                        absl::Seconds(variable_timeout_seconds)};
              absl::StatusOr<std::unique_ptr<ParameterServerStrategy>> strategy;
              {
                py::gil_scoped_release release;
@@ -132,12 +136,11 @@ void init_strategy(py::module_& m) {
       .def_property_readonly("num_ps", &ParameterServerStrategy::num_ps)
       .def("cluster_spec_json",
            [](const ParameterServerStrategy& s) { return s.cluster_spec().to_json(); })
-      .def("enter_scope",
-           [](ParameterServerStrategy& s) {
-             // A prvalue initialises the new object directly: the scope is
-             // neither copied nor moved.
-             return ScopeGuard{std::unique_ptr<StrategyScope>(new StrategyScope(s.scope()))};
-           });
+      .def("enter_scope", [](ParameterServerStrategy& s) {
+        // A prvalue initialises the new object directly: the scope is
+        // neither copied nor moved.
+        return ScopeGuard{std::unique_ptr<StrategyScope>(new StrategyScope(s.scope()))};
+      });
 
   m.def("_has_strategy", &has_strategy);
 }

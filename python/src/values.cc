@@ -34,20 +34,13 @@ DType dtype_from_numpy(const py::dtype& dt) {
 
 py::dtype numpy_dtype(DType dtype) {
   switch (dtype) {
-    case DType::kFloat32:
-      return py::dtype::of<float>();
-    case DType::kFloat64:
-      return py::dtype::of<double>();
-    case DType::kInt32:
-      return py::dtype::of<int32_t>();
-    case DType::kInt64:
-      return py::dtype::of<int64_t>();
-    case DType::kUInt8:
-      return py::dtype::of<uint8_t>();
-    case DType::kBool:
-      return py::dtype::of<bool>();
-    default:
-      return py::dtype("O");
+    case DType::kFloat32: return py::dtype::of<float>();
+    case DType::kFloat64: return py::dtype::of<double>();
+    case DType::kInt32: return py::dtype::of<int32_t>();
+    case DType::kInt64: return py::dtype::of<int64_t>();
+    case DType::kUInt8: return py::dtype::of<uint8_t>();
+    case DType::kBool: return py::dtype::of<bool>();
+    default: return py::dtype("O");
   }
 }
 
@@ -59,7 +52,7 @@ Tensor tensor_from_array(const py::array& input, std::string_view what) {
   const DType dtype = dtype_from_numpy(input.dtype());
   if (dtype == DType::kInvalid) {
     raise_type_error(absl::StrCat(
-        what, ": numpy dtype ", std::string(py::str(input.dtype())),
+        std::string(what), ": numpy dtype ", std::string(py::str(input.dtype())),
         " has no psflow dtype; use float32, float64, int32, int64, uint8, bool or bytes/str "
         "(e.g. array.astype(numpy.float32))"));
   }
@@ -102,15 +95,16 @@ Tensor tensor_from_python(py::handle obj, std::string_view what) {
   if (py::isinstance(obj, generic)) {
     return tensor_from_array(numpy().attr("asarray")(obj), what);
   }
-  raise_type_error(absl::StrCat(what, ": expected a numpy array, got ", python_type_name(obj),
-                                " (a torch tensor: pass tensor.numpy())"));
+  raise_type_error(absl::StrCat(std::string(what), ": expected a numpy array, got ",
+                                python_type_name(obj), " (a torch tensor: pass tensor.numpy())"));
 }
 
 py::object array_from_tensor(const Tensor& tensor, bool writable) {
   std::vector<py::ssize_t> shape(tensor.shape().begin(), tensor.shape().end());
   if (tensor.dtype() == DType::kString) {
     py::list items;
-    for (int64_t i = 0; i < tensor.num_elements(); ++i) items.append(py::bytes(tensor.string_at(i)));
+    for (int64_t i = 0; i < tensor.num_elements(); ++i)
+      items.append(py::bytes(tensor.string_at(i)));
     py::array flat = numpy().attr("array")(items, py::arg("dtype") = "O");
     return flat.attr("reshape")(py::tuple(py::cast(shape)));
   }
@@ -120,7 +114,7 @@ py::object array_from_tensor(const Tensor& tensor, bool writable) {
   py::capsule base(owner, "psflow.Tensor", &release_tensor);
   py::array out(numpy_dtype(tensor.dtype()), shape, tensor.raw_data(), base);
   if (!writable) out.attr("flags").attr("writeable") = false;
-  return std::move(out);
+  return out;
 }
 
 namespace {
@@ -141,8 +135,8 @@ Node convert(py::handle obj, const std::string& what, int depth, const Leaf& lea
     int overflow = 0;
     const long long v = PyLong_AsLongLongAndOverflow(obj.ptr(), &overflow);
     if (overflow != 0) {
-      raise_value_error(absl::StrCat(what, ": int ", std::string(py::str(obj)),
-                                     " does not fit in int64"));
+      raise_value_error(
+          absl::StrCat(what, ": int ", std::string(py::str(obj)), " does not fit in int64"));
     }
     return Node(Structure(static_cast<int64_t>(v)));
   }
@@ -154,8 +148,7 @@ Node convert(py::handle obj, const std::string& what, int depth, const Leaf& lea
     std::vector<Node> items;
     size_t i = 0;
     for (py::handle item : obj) {
-      items.push_back(
-          convert<Leaf, Node>(item, absl::StrCat(what, "[", i, "]"), depth + 1, leaf));
+      items.push_back(convert<Leaf, Node>(item, absl::StrCat(what, "[", i, "]"), depth + 1, leaf));
       ++i;
     }
     return py::isinstance<py::tuple>(obj) ? Node::tuple(std::move(items))
@@ -165,13 +158,12 @@ Node convert(py::handle obj, const std::string& what, int depth, const Leaf& lea
     typename Node::Fields fields;
     for (auto [key, value] : py::reinterpret_borrow<py::dict>(obj)) {
       if (!py::isinstance<py::str>(key)) {
-        raise_type_error(absl::StrCat(what, ": dict keys must be str, got ",
-                                      python_type_name(key), " ",
-                                      std::string(py::repr(key))));
+        raise_type_error(absl::StrCat(what, ": dict keys must be str, got ", python_type_name(key),
+                                      " ", std::string(py::repr(key))));
       }
-      std::string name = key.cast<std::string>();
-      fields.emplace(name, convert<Leaf, Node>(value, absl::StrCat(what, "['", name, "']"),
-                                               depth + 1, leaf));
+      std::string name = py::str(key).cast<std::string>();
+      fields.emplace(
+          name, convert<Leaf, Node>(value, absl::StrCat(what, "['", name, "']"), depth + 1, leaf));
     }
     return Node::dict(std::move(fields));
   }
@@ -204,16 +196,11 @@ RemoteStructure remote_structure_from_python(py::handle obj, const std::string& 
 
 py::object structure_to_python(const Structure& s, bool writable) {
   switch (s.kind()) {
-    case Structure::Kind::kNone:
-      return py::none();
-    case Structure::Kind::kTensor:
-      return array_from_tensor(s.tensor(), writable);
-    case Structure::Kind::kInt:
-      return py::int_(s.int_value());
-    case Structure::Kind::kFloat:
-      return py::float_(s.float_value());
-    case Structure::Kind::kBool:
-      return py::bool_(s.bool_value());
+    case Structure::Kind::kNone: return py::none();
+    case Structure::Kind::kTensor: return array_from_tensor(s.tensor(), writable);
+    case Structure::Kind::kInt: return py::int_(s.int_value());
+    case Structure::Kind::kFloat: return py::float_(s.float_value());
+    case Structure::Kind::kBool: return py::bool_(s.bool_value());
     case Structure::Kind::kString: {
       const std::string& v = s.string_value();
       PyObject* text = PyUnicode_DecodeUTF8(v.data(), static_cast<py::ssize_t>(v.size()), nullptr);
@@ -225,7 +212,7 @@ py::object structure_to_python(const Structure& s, bool writable) {
     case Structure::Kind::kList: {
       py::list items;
       for (const Structure& item : s.items()) items.append(structure_to_python(item, writable));
-      if (s.kind() == Structure::Kind::kList) return std::move(items);
+      if (s.kind() == Structure::Kind::kList) return items;
       return py::tuple(items);
     }
     case Structure::Kind::kDict: {
@@ -233,7 +220,7 @@ py::object structure_to_python(const Structure& s, bool writable) {
       for (const auto& [key, value] : s.fields()) {
         fields[py::str(key)] = structure_to_python(value, writable);
       }
-      return std::move(fields);
+      return fields;
     }
   }
   return py::none();
@@ -244,7 +231,9 @@ void init_values(py::module_& m) {
   // Structure's printout.
   m.def(
       "_round_trip",
-      [](py::handle value) { return structure_to_python(structure_from_python(value, "value"), true); },
+      [](py::handle value) {
+        return structure_to_python(structure_from_python(value, "value"), true);
+      },
       py::arg("value"));
   m.def(
       "_debug_string",

@@ -1,5 +1,7 @@
 // psflow.Variable: TF's tf.Variable / ShardedVariable over psflow's
 // ShardedVariable (a one-part ShardedVariable when not partitioned).
+#include "psflow/variable.h"
+
 #include <pybind11/stl.h>
 
 #include <optional>
@@ -11,7 +13,6 @@
 #include "absl/strings/str_join.h"
 #include "bindings.h"
 #include "psflow/strategy.h"
-#include "psflow/variable.h"
 #include "psflow/variable_policy.h"
 
 namespace psflow::python {
@@ -49,7 +50,7 @@ Tensor update_tensor(const ShardedVariable& v, py::handle value, const std::stri
   if (!array.dtype().equal(py::dtype::from_args(dtype))) {
     raise_type_error(absl::StrCat(what, ": dtype ", std::string(py::str(array.dtype())),
                                   " does not match variable '", v.name(), "' of dtype ",
-                                  dtype_name(v.dtype()), "; cast it with .astype()"));
+                                  std::string(dtype_name(v.dtype())), "; cast it with .astype()"));
   }
   Tensor t = tensor_from_python(array, what);
   if (expected_shape.has_value() && t.shape() != *expected_shape) {
@@ -115,8 +116,7 @@ ShardedVariable make_variable(py::object initial_value, py::object name, py::obj
   VariableOptions options;
   if (!name.is_none()) {
     if (!py::isinstance<py::str>(name)) {
-      raise_type_error("Variable: name must be a str, got " +
-                       std::string(py::repr(name)));
+      raise_type_error("Variable: name must be a str, got " + std::string(py::repr(name)));
     }
     options.name = name.cast<std::string>();
   }
@@ -135,8 +135,8 @@ ShardedVariable make_variable(py::object initial_value, py::object name, py::obj
     }
     options.synchronization = *s;
   }
-  Tensor value = tensor_from_python(initial_array(std::move(initial_value), dtype),
-                                    "Variable: initial_value");
+  Tensor value =
+      tensor_from_python(initial_array(std::move(initial_value), dtype), "Variable: initial_value");
   absl::StatusOr<ShardedVariable> v;
   {
     py::gil_scoped_release release;
@@ -167,29 +167,27 @@ is one request per ps task, made without holding the GIL.)")
            py::arg("dtype") = py::none(), py::arg("trainable") = py::none(),
            py::arg("aggregation") = py::none(), py::arg("synchronization") = py::none())
       .def_property_readonly("name", &ShardedVariable::name)
-      .def_property_readonly(
-          "dtype",
-          [](const ShardedVariable& v) {
-            return array_from_tensor(Tensor(v.dtype(), {}), true).attr("dtype");
-          })
+      .def_property_readonly("dtype",
+                             [](const ShardedVariable& v) {
+                               return array_from_tensor(Tensor(v.dtype(), {}), true).attr("dtype");
+                             })
       .def_property_readonly("shape",
                              [](const ShardedVariable& v) { return shape_tuple(v.shape()); })
       .def_property_readonly("trainable", &ShardedVariable::trainable)
-      .def_property_readonly(
-          "aggregation",
-          [](const ShardedVariable& v) {
-            return std::string(variable_aggregation_name(v.aggregation()));
-          })
+      .def_property_readonly("aggregation",
+                             [](const ShardedVariable& v) {
+                               return std::string(variable_aggregation_name(v.aggregation()));
+                             })
       .def_property_readonly(
           "synchronization",
           [](const ShardedVariable& v) {
             return std::string(variable_synchronization_name(v.synchronization()));
           })
-      .def_property_readonly(
-          "device",
-          [](const ShardedVariable& v) {
-            return v.num_parts() == 1 ? v.variables()[0].device() : std::string();
-          })
+      .def_property_readonly("device",
+                             [](const ShardedVariable& v) {
+                               return v.num_parts() == 1 ? v.variables()[0].device()
+                                                         : std::string();
+                             })
       .def_property_readonly(
           "variables",
           [](const ShardedVariable& v) {
@@ -207,10 +205,13 @@ is one request per ps task, made without holding the GIL.)")
       .def("read_value", &read, "The current value, a numpy array.")
       .def("numpy", &read)
       .def("value", &read)
-      .def("__array__", [](const ShardedVariable& v, py::object dtype) {
+      .def(
+          "__array__",
+          [](const ShardedVariable& v, py::object dtype) {
             py::object value = read(v);
             return dtype.is_none() ? value : value.attr("astype")(dtype);
-          }, py::arg("dtype") = py::none())
+          },
+          py::arg("dtype") = py::none())
       .def(
           "assign",
           [](const ShardedVariable& v, py::handle value) {
@@ -271,8 +272,8 @@ is one request per ps task, made without holding the GIL.)")
         std::vector<std::string> places;
         for (const Variable& part : v.variables()) places.push_back(part.device());
         return absl::StrCat("<psflow.Variable '", v.name(), "' shape=", shape_string(v.shape()),
-                            " dtype=", dtype_name(v.dtype()), " parts=", v.num_parts(), " on ",
-                            absl::StrJoin(places, ", "), ">");
+                            " dtype=", std::string(dtype_name(v.dtype())), " parts=", v.num_parts(),
+                            " on ", absl::StrJoin(places, ", "), ">");
       });
 }
 
