@@ -1,4 +1,6 @@
 // Python values <-> psflow Tensors and Structures.
+#include <pybind11/stl.h>
+
 #include <cstdint>
 #include <cstring>
 #include <string>
