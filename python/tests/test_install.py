@@ -24,7 +24,7 @@ def test_install_into_debian_dist_packages(tmp_path, prefix, site):
     out = subprocess.run(
         [sys.executable, "-c",
          "import psflow, psflow._build_info as b; print(psflow.__file__); print(b.BINARY_DIRS)"],
-        check=True, capture_output=True, text=True,
+        check=True, capture_output=True, text=True, cwd=str(tmp_path),
         env=dict(os.environ, PYTHONPATH=package_dir)).stdout.splitlines()
     assert out[0].startswith(package_dir)
     assert out[1] == "('%s/bin',)" % prefix
