@@ -21,11 +21,12 @@ import psflow
 
 def cpp_round_trip_us(bench, min_time):
     out = subprocess.run(
-        [bench, "--benchmark_filter=^BM_GrpcRoundTrip$", "--benchmark_format=json",
+        [bench, "--benchmark_filter=^BM_GrpcRoundTrip/", "--benchmark_format=json",
          "--benchmark_min_time=%g" % min_time],
         check=True, capture_output=True, text=True).stdout
     run = json.loads(out)["benchmarks"][0]
-    return run["real_time"] * {"ns": 1e-3, "us": 1.0, "ms": 1e3}[run["time_unit"]]
+    return (run["real_time"] * {"ns": 1e-3, "us": 1.0, "ms": 1e3}[run["time_unit"]],
+            run.get("p50_us"))
 
 
 def python_round_trips_us(binary, iterations):
@@ -49,13 +50,15 @@ def main():
     parser.add_argument("--iterations", type=int, default=2000)
     parser.add_argument("--min-time", type=float, default=2.0)
     args = parser.parse_args()
-    cpp = cpp_round_trip_us(args.coordinator_bench, args.min_time)
+    cpp, cpp_p50 = cpp_round_trip_us(args.coordinator_bench, args.min_time)
     py = python_round_trips_us(args.binary, args.iterations)
     py_mean = statistics.mean(py)
     print(json.dumps({"cpp_round_trip_us_mean": round(cpp, 1),
+                      "cpp_round_trip_us_median": cpp_p50 and round(cpp_p50, 1),
                       "python_round_trip_us_mean": round(py_mean, 1),
                       "python_round_trip_us_median": round(statistics.median(py), 1),
-                      "ratio_python_over_cpp": round(py_mean / cpp, 3)}))
+                      "ratio_python_over_cpp": round(py_mean / cpp, 3),
+                      "ratio_of_medians": cpp_p50 and round(statistics.median(py) / cpp_p50, 3)}))
 
 
 if __name__ == "__main__":
