@@ -10,6 +10,7 @@
 #include "absl/time/time.h"
 #include "bindings.h"
 #include "psflow/cluster_coordinator.h"
+#include "psflow/per_worker.h"
 #include "psflow/remote_value.h"
 #include "psflow/strategy.h"
 
@@ -74,6 +75,30 @@ schedule(), which then waits for it.)")
       .def_property_readonly("closure_id", &RemoteValue::closure_id)
       .def_property_readonly("function_name", &RemoteValue::function_name)
       .def("__repr__", &RemoteValue::debug_string);
+
+  py::class_<PerWorkerIterator>(m, "PerWorkerIterator", R"(One iterator per worker (TF's
+PerWorkerValues of iterators): pass it in schedule() arguments; the function
+reads its worker's next element. Keep it while functions use it: the workers
+drop their iterators once it is gone.)")
+      // iter(dataset) needs an iterator type; its elements are read on the
+      // workers only (TF raises the same).
+      .def("__next__",
+           [](const PerWorkerIterator&) {
+             PyErr_SetString(PyExc_NotImplementedError,
+                             "Iterating over a PerWorkerIterator on the coordinator is not "
+                             "supported: pass it to a scheduled function, which reads its "
+                             "worker's next element");
+             throw py::error_already_set();
+           })
+      .def("__repr__", [](const PerWorkerIterator& it) {
+        return "<psflow PerWorkerIterator " + it.handle().debug_string() + ">";
+      });
+  py::class_<PerWorkerDataset>(m, "PerWorkerDataset",
+                               "TF's PerWorkerDataset: iter() gives a fresh iterator on every "
+                               "worker.")
+      .def("__iter__", &PerWorkerDataset::iter)
+      .def("iter", &PerWorkerDataset::iter)
+      .def_property_readonly("dataset_fn", &PerWorkerDataset::dataset_fn);
 
   py::class_<Coordinator>(m, "_ClusterCoordinator")
       .def(py::init([](std::shared_ptr<ParameterServerStrategy> strategy,
@@ -146,6 +171,18 @@ schedule(), which then waits for it.)")
             return out;
           },
           py::arg("values"))
+      .def(
+          "create_per_worker_dataset",
+          [](Coordinator& c, const std::string& dataset_fn, py::handle args) {
+            Structure structure = structure_from_python(args, "create_per_worker_dataset: args");
+            absl::StatusOr<PerWorkerDataset> dataset;
+            {
+              py::gil_scoped_release release;
+              dataset = c.coordinator->create_per_worker_dataset(dataset_fn, std::move(structure));
+            }
+            return value_or_raise(std::move(dataset));
+          },
+          py::arg("dataset_fn"), py::arg("args"))
       .def_property_readonly("num_workers",
                              [](const Coordinator& c) { return c.coordinator->num_workers(); })
       .def("task_states", [](const Coordinator& c) {

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "bindings.h"
 #include "psflow/dtype.h"
+#include "psflow/per_worker.h"
 #include "psflow/variable.h"
 
 namespace psflow::python {
@@ -175,9 +176,11 @@ Node convert(py::handle obj, const std::string& what, int depth, const Leaf& lea
       "psflow.Variable, or tuples, lists and dicts of them (a torch tensor: tensor.numpy())"));
 }
 
-// Variables travel as their handles (workers rebuild them).
+// Variables and per-worker iterators travel as their handles (workers
+// rebuild them).
 std::optional<Structure> variable_leaf(py::handle obj, const std::string&) {
   if (const ShardedVariable* v = variable_of(obj)) return v->handle().to_structure();
+  if (py::isinstance<PerWorkerIterator>(obj)) return obj.cast<const PerWorkerIterator&>().handle();
   return std::nullopt;
 }
 

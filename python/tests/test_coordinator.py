@@ -127,3 +127,22 @@ def test_the_reference_worker_fn_updates_variables_on_the_ps(strategy, coordinat
     assert all(isinstance(r.fetch(), np.ndarray) for r in results)
     np.testing.assert_allclose(v1.numpy(), 1.0, rtol=1e-5)
     np.testing.assert_allclose(v2.numpy(), -1.0, rtol=1e-5)
+
+
+def test_per_worker_dataset_of_a_registered_dataset_function(coordinator):
+    # range(40) sharded by worker index, batches of 2: worker w reads the
+    # numbers of parity w (10 batches each: none runs out).
+    dataset = coordinator.create_per_worker_dataset("examples/range_by_worker", args=(40, 2))
+    iterator = iter(dataset)
+    results = [coordinator.schedule("examples/next_element", args=(iterator,))
+               for _ in range(4)]
+    coordinator.join()
+    seen = []
+    for worker, batch in coordinator.fetch(results):
+        assert batch.shape == (2,) and all(int(x) % 2 == worker for x in batch)
+        seen.extend(int(x) for x in batch)
+    assert len(set(seen)) == len(seen) == 8
+    del iterator, dataset, results  # released on the workers at the next join
+    coordinator.join()
+    with pytest.raises(errors.NotFoundError, match="no_such_dataset"):
+        coordinator.create_per_worker_dataset("no_such_dataset")

@@ -8,9 +8,11 @@ psflow.RegisteredFunction. Python step functions come with a later part.
 from psflow import _psflow
 from psflow._functions import function_name
 
-__all__ = ["ClusterCoordinator", "RemoteValue"]
+__all__ = ["ClusterCoordinator", "RemoteValue", "PerWorkerDataset", "PerWorkerIterator"]
 
 RemoteValue = _psflow.RemoteValue
+PerWorkerDataset = _psflow.PerWorkerDataset
+PerWorkerIterator = _psflow.PerWorkerIterator
 
 
 def _function_argument(args, kwargs):
@@ -114,6 +116,13 @@ class ClusterCoordinator:
         _leaves(val, remote)
         fetched = iter(self._native.fetch_all(remote) if remote else [])
         return _rebuild(val, fetched)
+
+    def create_per_worker_dataset(self, dataset_fn, args=None):
+        """TF's create_per_worker_dataset, for a dataset function registered
+        in the C++ binary (PSFLOW_REGISTER_DATASET) by name: each worker
+        builds its copy with its index and `args`. iter() of the result is
+        a PerWorkerIterator to pass in schedule() arguments."""
+        return self._native.create_per_worker_dataset(function_name(dataset_fn), args)
 
     def get_task_states(self):
         """(task, None or the reason it is unavailable), workers then ps tasks."""
