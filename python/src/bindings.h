@@ -69,9 +69,10 @@ T value_or_raise(absl::StatusOr<T> value) {
 [[nodiscard]] const ShardedVariable* variable_of(py::handle obj);
 
 // Python -> Structure: None, bool, int (int64), float, str / bytes (string),
-// numpy arrays and scalars (tensors), psflow.Variable (its handle), tuple,
-// list, dict with str keys, nested. TypeError / ValueError naming the path
-// of a bad leaf, e.g. "args[1]['w']".
+// numpy arrays and scalars (tensors), psflow.Variable and PerWorkerIterator
+// (their handles), tuple, list, dict with str keys, nested. TypeError /
+// ValueError naming the path of a bad leaf, e.g. "args[1]['w']".
+//
 [[nodiscard]] Structure structure_from_python(py::handle obj, const std::string& what);
 // The same, RemoteValue leaves allowed (schedule's arguments).
 [[nodiscard]] RemoteStructure remote_structure_from_python(py::handle obj, const std::string& what);
