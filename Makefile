@@ -27,7 +27,7 @@ TEST_FUZZ_SECONDS ?= 20
 TEST_SANITIZE_INTEGRATION ?= ^(RemoteExecutorTest|VariableServiceTest|CoordinatorIntegrationTest|StrategyIntegrationTest|CheckpointIntegrationTest)\.
 CLANG_CMAKE = CC=clang-14 CXX=clang++-14 cmake -S . -G Ninja \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only" \
-  -DCMAKE_CXX_COMPILER_LAUNCHER=ccache
+  -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DPSFLOW_PYTHON=OFF
 # Every report fails its test; stacks symbolized (llvm-symbolizer-14).
 export ASAN_OPTIONS ?= detect_leaks=1:abort_on_error=0:detect_stack_use_after_return=0
 export UBSAN_OPTIONS ?= print_stacktrace=1:halt_on_error=1
