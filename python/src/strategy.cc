@@ -113,7 +113,8 @@ void init_strategy(py::module_& m) {
       m, "_ParameterServerStrategy")
       .def(py::init([](const std::string& cluster_spec_json, std::optional<std::string> task_type,
                        std::optional<int> task_id, std::optional<std::string> rpc_layer,
-                       const py::object& partitioner, double variable_timeout_seconds) {
+                       const py::object& partitioner, double variable_timeout_seconds,
+                       const std::string& placement) {
              ClusterSpec spec = value_or_raise(ClusterSpec::from_json(cluster_spec_json));
              SimpleClusterResolver resolver(std::move(spec), std::move(task_type), task_id,
                                             std::move(rpc_layer));
@@ -123,6 +124,14 @@ void init_strategy(py::module_& m) {
              }
              ParameterServerStrategyOptions options{.variable_timeout =
                                                         absl::Seconds(variable_timeout_seconds)};
+             if (placement == "round_robin") {
+               options.placement = VariablePlacement::kRoundRobin;
+             } else if (placement != "fewest_bytes") {
+               raise_value_error(
+                   "ParameterServerStrategy: placement must be 'fewest_bytes' (the "
+                   "default) or 'round_robin' (TF's order), got '" +
+                   placement + "'");
+             }
              absl::StatusOr<std::unique_ptr<ParameterServerStrategy>> strategy;
              {
                py::gil_scoped_release release;
@@ -132,7 +141,7 @@ void init_strategy(py::module_& m) {
            }),
            py::arg("cluster_spec_json"), py::arg("task_type"), py::arg("task_id"),
            py::arg("rpc_layer"), py::arg("variable_partitioner"),
-           py::arg("variable_timeout_seconds"))
+           py::arg("variable_timeout_seconds"), py::arg("placement"))
       .def_property_readonly("num_ps", &ParameterServerStrategy::num_ps)
       .def("cluster_spec_json",
            [](const ParameterServerStrategy& s) { return s.cluster_spec().to_json(); })

@@ -121,12 +121,30 @@ def test_the_reference_worker_fn_updates_variables_on_the_ps(strategy, coordinat
         v1 = psflow.Variable(initial_value=0.0, name="ref_v1")
         v2 = psflow.Variable(initial_value=1.0, name="ref_v2")
     assert v1.dtype == np.float32  # Python floats are float32, as in TF
-    assert v1.device != v2.device  # round-robin over the two ps tasks
+    # Each on a ps task: the emptiest one when it was created (this module's
+    # earlier variables share the strategy, so not necessarily different).
+    ps_devices = {"/job:ps/replica:0/task:%d/device:CPU:0" % i for i in range(2)}
+    assert v1.device in ps_devices and v2.device in ps_devices
     results = [coordinator.schedule("examples/worker_fn", args=(v1, v2)) for _ in range(10)]
     coordinator.join()
     assert all(isinstance(r.fetch(), np.ndarray) for r in results)
     np.testing.assert_allclose(v1.numpy(), 1.0, rtol=1e-5)
     np.testing.assert_allclose(v2.numpy(), -1.0, rtol=1e-5)
+
+
+def test_placement_option_gives_tf_round_robin(cluster):
+    strategy = psflow.distribute.ParameterServerStrategy(
+        cluster.cluster_resolver(), placement="round_robin")
+    with strategy.scope():
+        big = psflow.Variable(initial_value=np.zeros(1000, np.float32), name="rr_big")
+        small = psflow.Variable(initial_value=0.0, name="rr_small")
+        third = psflow.Variable(initial_value=0.0, name="rr_third")
+    # TF's counter: task 0, 1, 0, however big the first one is (the default
+    # would put the third beside the small one, on the emptier task).
+    assert big.device != small.device
+    assert third.device == big.device
+    with pytest.raises(ValueError, match="placement must be"):
+        psflow.distribute.ParameterServerStrategy(cluster.cluster_resolver(), placement="lightest")
 
 
 def test_per_worker_dataset_of_a_registered_dataset_function(coordinator):

@@ -28,11 +28,14 @@ class ParameterServerStrategy:
     (the chief). `variable_partitioner` (psflow.distribute.experimental.
     partitioners, or any callable (shape, dtype) -> partitions) splits
     large variables along axis 0 over the ps tasks. psflow.Variable
-    created inside `with strategy.scope():` is placed on the ps tasks,
-    round-robin, as in TF.
+    created inside `with strategy.scope():` is placed on the ps task
+    holding the fewest bytes so far, ties to the lowest index (equal-sized
+    variables land as TF's round robin puts them); `placement="round_robin"`
+    gives TF's size-blind order exactly.
     """
 
-    def __init__(self, cluster_resolver, variable_partitioner=None, *, variable_timeout=300.0):
+    def __init__(self, cluster_resolver, variable_partitioner=None, *, variable_timeout=300.0,
+                 placement="fewest_bytes"):
         if not isinstance(cluster_resolver, ClusterResolver):
             raise TypeError("ParameterServerStrategy: cluster_resolver must be a "
                             "psflow.distribute.cluster_resolver.ClusterResolver, got %s"
@@ -42,7 +45,8 @@ class ParameterServerStrategy:
         self._variable_partitioner = variable_partitioner
         self._native = _psflow._ParameterServerStrategy(
             spec._to_json(), cluster_resolver.task_type, cluster_resolver.task_id,
-            cluster_resolver.rpc_layer, variable_partitioner, float(variable_timeout))
+            cluster_resolver.rpc_layer, variable_partitioner, float(variable_timeout),
+            str(placement))
         self._cluster_coordinator = None
 
     @property
