@@ -157,6 +157,27 @@ void DynamicTable::evict_back() {
   --stats_.rows;
 }
 
+// Rows ahead of their use: a large table's lookups are main-memory round
+// trips.
+constexpr size_t kRowsAhead = 4;
+
+void DynamicTable::resolve(absl::Span<const int64_t> keys, std::vector<uint32_t>& rows) {
+  // The hash slots of later keys are fetched while earlier ones are found.
+  constexpr size_t kAhead = 8;
+  rows.resize(keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (i + kAhead < keys.size()) index_.prefetch(keys[i + kAhead]);
+    auto it = index_.find(keys[i]);
+    rows[i] = it == index_.end() ? kNil : it->second;
+  }
+}
+
+void DynamicTable::prefetch_row_of(uint32_t r) {
+  if (r == kNil) return;
+  prefetch_row(row(r), static_cast<size_t>(stride_) * sizeof(float), /*for_write=*/true);
+  prefetch_row(&meta(r), sizeof(RowMeta), /*for_write=*/true);
+}
+
 void DynamicTable::advance(int64_t step) {
   if (step > stats_.clock) stats_.clock = step;
   if (options_.ttl_steps <= 0) return;
@@ -238,25 +259,6 @@ Tensor DynamicTable::lookup(const Tensor& keys, int64_t step, bool replay) {
   float* dst = out.mutable_flat<float>().data();
   const absl::Span<const int64_t> k = keys.flat<int64_t>();
   absl::MutexLock lock(&mu_);
-  // The hash slots of later keys are fetched while earlier ones are found,
-  // and rows ahead of their use: a large table's lookups are main-memory
-  // round trips.
-  constexpr size_t kAhead = 8;
-  constexpr size_t kRowsAhead = 4;
-  auto resolve = [&](absl::Span<const int64_t> keys, std::vector<uint32_t>& rows)
-                     ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-                       rows.resize(keys.size());
-                       for (size_t i = 0; i < keys.size(); ++i) {
-                         if (i + kAhead < keys.size()) index_.prefetch(keys[i + kAhead]);
-                         auto it = index_.find(keys[i]);
-                         rows[i] = it == index_.end() ? kNil : it->second;
-                       }
-                     };
-  auto prefetch = [&](uint32_t r) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    if (r == kNil) return;
-    prefetch_row(row(r), static_cast<size_t>(stride_) * sizeof(float), /*for_write=*/true);
-    prefetch_row(&meta(r), sizeof(RowMeta), /*for_write=*/true);
-  };
   if (!replay) advance(step);
   // Rows found before the loop stay valid while nothing is evicted, which
   // only new rows beyond the capacity do; otherwise each key is found in
@@ -271,7 +273,7 @@ Tensor DynamicTable::lookup(const Tensor& keys, int64_t step, bool replay) {
     uint32_t r = kNil;
     if (pipelined) {
       if (static_cast<size_t>(i) + kRowsAhead < found.size()) {
-        prefetch(found[static_cast<size_t>(i) + kRowsAhead]);
+        prefetch_row_of(found[static_cast<size_t>(i) + kRowsAhead]);
       }
       r = found[static_cast<size_t>(i)];
     }
@@ -353,25 +355,6 @@ void DynamicTable::apply(const OptimizerConfig& config, double learning_rate, co
     }
   }
   absl::MutexLock lock(&mu_);
-  // The hash slots of later keys are fetched while earlier ones are found,
-  // and rows ahead of their use: a large table's lookups are main-memory
-  // round trips.
-  constexpr size_t kAhead = 8;
-  constexpr size_t kRowsAhead = 4;
-  auto resolve = [&](absl::Span<const int64_t> keys, std::vector<uint32_t>& rows)
-                     ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-                       rows.resize(keys.size());
-                       for (size_t i = 0; i < keys.size(); ++i) {
-                         if (i + kAhead < keys.size()) index_.prefetch(keys[i + kAhead]);
-                         auto it = index_.find(keys[i]);
-                         rows[i] = it == index_.end() ? kNil : it->second;
-                       }
-                     };
-  auto prefetch = [&](uint32_t r) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    if (r == kNil) return;
-    prefetch_row(row(r), static_cast<size_t>(stride_) * sizeof(float), /*for_write=*/true);
-    prefetch_row(&meta(r), sizeof(RowMeta), /*for_write=*/true);
-  };
   advance(step);
   ++stats_.applies;
   const UpdateCoefficients<float> c =
@@ -380,7 +363,7 @@ void DynamicTable::apply(const OptimizerConfig& config, double learning_rate, co
   std::vector<uint32_t> found;
   resolve(distinct, found);
   for (size_t u = 0; u < distinct.size(); ++u) {
-    if (u + kRowsAhead < found.size()) prefetch(found[u + kRowsAhead]);
+    if (u + kRowsAhead < found.size()) prefetch_row_of(found[u + kRowsAhead]);
     const uint32_t r = found[u];
     if (r == kNil) {
       ++stats_.dropped_gradients;

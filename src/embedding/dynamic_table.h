@@ -15,6 +15,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/types/span.h"
 #include "embedding/count_min_sketch.h"
 #include "psflow/dynamic_embedding_options.h"
 #include "psflow/optimizer_config.h"
@@ -125,6 +126,11 @@ class DynamicTable {
   [[nodiscard]] RowMeta& meta(uint32_t r) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   [[nodiscard]] const RowMeta& meta(uint32_t r) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   void advance(int64_t step) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The row of each key (kNil where it has none), prefetching ahead.
+  void resolve(absl::Span<const int64_t> keys, std::vector<uint32_t>& rows)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Starts loading row `r` (any, kNil included) into the cache for writing.
+  void prefetch_row_of(uint32_t r) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void touch(uint32_t r) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void unlink(uint32_t r) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void push_front(uint32_t r) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
