@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/strings.h"
 #include "psflow/status_macros.h"
+#include "psflow/v1/variable.pb.h"
 #include "rpc/byte_buffer_writer.h"
 #include "rpc/tensor_stream.h"
 #include "rpc/wire_stream.h"
@@ -235,7 +236,13 @@ absl::Status read_op(WireStream& stream, const WireStream::Field& message,
       case kOpTable:
         PSFLOW_RETURN_IF_ERROR(
             stream.expect(field, "VariableOp.table", WireType::kLengthDelimited));
-        PSFLOW_RETURN_IF_ERROR(stream.read_bytes(field, &op->table));
+        {
+          // A message field seen twice merges, as protobuf parses it: the
+          // two encodings concatenated.
+          std::string part;
+          PSFLOW_RETURN_IF_ERROR(stream.read_bytes(field, &part));
+          op->table.append(part);
+        }
         break;
       default: PSFLOW_RETURN_IF_ERROR(stream.skip_unknown(field)); break;
     }
@@ -254,6 +261,13 @@ absl::Status read_op(WireStream& stream, const WireStream::Field& message,
     if (!internal::validate_key(name).ok()) {
       return absl::InvalidArgumentError("a slot name is not valid UTF-8");
     }
+  }
+  // Kept as bytes for the table to read, but checked here so that this
+  // decoder accepts exactly what the generated parser accepts (DE_CREATE
+  // is rare: the parse costs nothing that matters).
+  if (!op->table.empty() && !v1::DynamicTableConfig().ParseFromString(op->table)) {
+    return absl::InvalidArgumentError(
+        "VariableOp.table is not a valid DynamicTableConfig (the definition DE_CREATE carries)");
   }
   if (value.present()) {
     absl::StatusOr<Tensor> t = value.finish();

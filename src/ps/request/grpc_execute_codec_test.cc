@@ -129,6 +129,29 @@ ExecuteBatch sample_batch() {
   VariableOpArgs negative = op(Op::RESTORE, "x", Tensor::scalar(1.0));
   negative.optimizer_steps = -5;
   b.ops.push_back(negative);
+  // The dynamic embedding ops: a table definition, steps (none is < 0).
+  v1::DynamicTableConfig config;
+  config.set_dim(16);
+  config.set_seed(0xfedcba9876543210ULL);
+  config.set_initializer(2);
+  config.set_init_scale(0.05);
+  config.mutable_optimizer()->set_kind("adagrad");
+  config.set_capacity_per_shard(1000);
+  config.set_ttl_steps(50);
+  config.set_admit_after(3);
+  config.set_admit_probability(0.5);
+  VariableOpArgs create = op(Op::DE_CREATE, "user_ids");
+  create.table = config.SerializeAsString();
+  b.ops.push_back(create);
+  VariableOpArgs lookup =
+      op(Op::DE_LOOKUP, "user_ids", Tensor(), Tensor::from_vector<int64_t>({-7, 1LL << 62}));
+  lookup.step = 17;
+  b.ops.push_back(lookup);
+  VariableOpArgs de_apply = op(Op::DE_APPLY, "user_ids", Tensor::from_vector<float>({1, 2}, {1, 2}),
+                               Tensor::from_vector<int64_t>({5}));
+  de_apply.step = -1;
+  de_apply.optimizer = 4;
+  b.ops.push_back(de_apply);
   return b;
 }
 
@@ -154,6 +177,8 @@ void expect_same_batch(const ExecuteBatch& a, const ExecuteBatch& b) {
     EXPECT_EQ(a.ops[i].optimizer_steps, b.ops[i].optimizer_steps);
     EXPECT_EQ(a.ops[i].slot_names, b.ops[i].slot_names);
     EXPECT_EQ(a.ops[i].slots, b.ops[i].slots);
+    EXPECT_EQ(a.ops[i].step, b.ops[i].step);
+    EXPECT_EQ(a.ops[i].table, b.ops[i].table);
   }
 }
 
@@ -383,6 +408,10 @@ void check_agrees_with_generated(const std::string& bytes, uint32_t seed) {
     }
     ASSERT_EQ(theirs.optimizer_name(), mine.optimizer_name);
     ASSERT_EQ(theirs.optimizer_steps(), mine.optimizer_steps);
+    ASSERT_EQ(theirs.step(), mine.step);
+    v1::DynamicTableConfig table;
+    ASSERT_TRUE(table.ParseFromString(mine.table));
+    ASSERT_EQ(theirs.table().SerializeAsString(), table.SerializeAsString());
     ASSERT_EQ(static_cast<size_t>(theirs.slot_names_size()), mine.slot_names.size());
     ASSERT_EQ(static_cast<size_t>(theirs.slots_size()), mine.slots.size());
     for (size_t j = 0; j < mine.slots.size(); ++j) {
