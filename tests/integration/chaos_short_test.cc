@@ -17,6 +17,7 @@
 #include "nlohmann/json.hpp"
 #include "psflow/cluster_coordinator.h"
 #include "psflow/cluster_resolver.h"
+#include "psflow/dynamic_embedding.h"
 #include "psflow/strategy.h"
 #include "psflow/variable.h"
 #include "train/wide_deep.h"
@@ -159,6 +160,54 @@ struct KilledCounter {
   int kills = 0;
 };
 
+// Kills the worker that `marker` names (the one mid-closure) every 400 ms,
+// at most `kills` times, until `done`; returns how many it killed.
+int kill_marked_workers(LocalCluster& cluster, const ShardedVariable& marker, int kills,
+                        const absl::Notification& done) {
+  const absl::Time deadline = absl::Now() + absl::Seconds(120);
+  int restarts[2] = {0, 0};
+  int killed = 0;
+  for (int k = 0; k < kills; ++k) {
+    // Pacing the faults: the wait ends early when the closures are done.
+    if (done.WaitForNotificationWithTimeout(absl::Milliseconds(400))) break;
+    absl::StatusOr<Tensor> m = marker.read_value();
+    if (!m.ok() || m->scalar_value<int64_t>() < 0) continue;
+    const int victim = static_cast<int>(m->scalar_value<int64_t>());
+    if (!cluster.signal_task("worker", victim, SIGKILL).ok()) continue;
+    ++killed;
+    ++restarts[victim];
+    while (!done.HasBeenNotified() && absl::Now() < deadline &&
+           !cluster.wait_for_restart("worker", victim, restarts[victim], absl::Milliseconds(200))
+                .ok()) {
+    }
+    if (absl::Now() >= deadline) break;  // No kill without the last restart.
+  }
+  return killed;
+}
+
+// Schedules `closures` closures of `function` (args: `first`, then
+// `marker`'s handle, then 50 ms of work) on the chaos cluster `c` while
+// kill_marked_workers kills at most `kills` workers mid-closure; every
+// closure must succeed. Returns the kills.
+int run_under_kills(testing::ChaosCluster& c, const std::string& function, Structure first,
+                    const ShardedVariable& marker, int closures, int kills) {
+  const RemoteStructure args =
+      RemoteStructure::tuple({std::move(first), marker.handle().to_structure(), int64_t{50}});
+  std::vector<RemoteValue> results;
+  for (int i = 0; i < closures; ++i) {
+    results.push_back(ok_value(c.coordinator->schedule(function, args)));
+  }
+  absl::Notification done;
+  int killed = 0;
+  std::thread killer([&] { killed = kill_marked_workers(*c.cluster, marker, kills, done); });
+  const absl::Status joined = c.coordinator->join();
+  done.Notify();
+  killer.join();
+  EXPECT_TRUE(joined.ok()) << joined;
+  for (const RemoteValue& r : results) EXPECT_TRUE(r.fetch().ok()) << r.fetch().status();
+  return killed;
+}
+
 // Runs `closures` closures of testing/increment_then_work (50 ms each) on
 // 1 ps + 2 workers while killing a worker that is mid-closure every
 // 400 ms (at most `kills` times).
@@ -167,48 +216,48 @@ KilledCounter counter_after_kills(bool exactly_once, int closures, int kills) {
   coordinator_options.exactly_once = exactly_once;
   coordinator_options.max_worker_failures_per_closure = 100;
   testing::ChaosCluster c = testing::start_chaos_cluster(100, coordinator_options);
-  LocalCluster* cluster = c.cluster.get();
-  ParameterServerStrategy* strategy = c.strategy.get();
-  ClusterCoordinator* coordinator = c.coordinator.get();
   ShardedVariable counter, marker;
   {
-    StrategyScope scope = strategy->scope();
+    StrategyScope scope = c.strategy->scope();
     counter = ok_value(create_variable(Tensor::scalar<int64_t>(0), {.name = "counter"}));
     marker = ok_value(create_variable(Tensor::scalar<int64_t>(-1), {.name = "marker"}));
   }
-  const RemoteStructure args = RemoteStructure::tuple(
-      {counter.handle().to_structure(), marker.handle().to_structure(), int64_t{50}});
-  std::vector<RemoteValue> results;
-  for (int i = 0; i < closures; ++i) {
-    results.push_back(ok_value(coordinator->schedule("testing/increment_then_work", args)));
+  const int killed = run_under_kills(c, "testing/increment_then_work",
+                                     counter.handle().to_structure(), marker, closures, kills);
+  return {ok_value(counter.read_value()).scalar_value<int64_t>(), killed};
+}
+
+// Dynamic tables keep the exactly-once of dense variables: with workers
+// killed after their closure's update, each row of the table moved by one
+// SGD step per closure, no more.
+TEST(ChaosShortTest, DynamicTableRowsMoveOncePerClosureUnderRepeatedKills) {
+  constexpr int kClosures = 60;
+  ClusterCoordinatorOptions coordinator_options;
+  coordinator_options.max_worker_failures_per_closure = 100;
+  testing::ChaosCluster c = testing::start_chaos_cluster(100, coordinator_options);
+  DynamicEmbeddingOptions o;
+  o.dim = 4;
+  o.seed = 11;
+  o.initializer = DynamicEmbeddingInitializer::kZeros;
+  o.optimizer.kind = OptimizerConfig::Kind::kSgd;
+  const DynamicEmbedding table =
+      ok_value(DynamicEmbedding::get_variable(*c.strategy, "chaos_rows", o));
+  ShardedVariable marker;
+  {
+    StrategyScope scope = c.strategy->scope();
+    marker = ok_value(create_variable(Tensor::scalar<int64_t>(-1), {.name = "de_marker"}));
   }
-  absl::Notification done;
-  std::atomic<int> killed{0};
-  std::thread killer([&] {
-    const absl::Time deadline = absl::Now() + absl::Seconds(120);
-    int restarts[2] = {0, 0};
-    for (int k = 0; k < kills; ++k) {
-      // Pacing the faults: the wait ends early when the closures are done.
-      if (done.WaitForNotificationWithTimeout(absl::Milliseconds(400))) return;
-      absl::StatusOr<Tensor> m = marker.read_value();
-      if (!m.ok() || m->scalar_value<int64_t>() < 0) continue;
-      const int victim = static_cast<int>(m->scalar_value<int64_t>());
-      if (!cluster->signal_task("worker", victim, SIGKILL).ok()) continue;
-      ++killed;
-      ++restarts[victim];
-      while (!done.HasBeenNotified() && absl::Now() < deadline &&
-             !cluster->wait_for_restart("worker", victim, restarts[victim], absl::Milliseconds(200))
-                  .ok()) {
-      }
-      if (absl::Now() >= deadline) return;  // No kill without the last restart.
-    }
-  });
-  const absl::Status joined = coordinator->join();
-  done.Notify();
-  killer.join();
-  EXPECT_TRUE(joined.ok()) << joined;
-  for (const RemoteValue& r : results) EXPECT_TRUE(r.fetch().ok()) << r.fetch().status();
-  return {ok_value(counter.read_value()).scalar_value<int64_t>(), killed.load()};
+  const int killed = run_under_kills(c, "testing/embedding_update_then_work", table.handle(),
+                                     marker, kClosures, 4);
+  EXPECT_GE(killed, 1) << "no worker was killed: the exact rows prove nothing";
+  const Tensor rows = ok_value(table.lookup(Tensor::from_vector<int64_t>({1, 2, 3}, {3})));
+  for (float v : rows.flat<float>()) EXPECT_EQ(v, -static_cast<float>(kClosures));
+  const DynamicEmbeddingStats stats = ok_value(table.stats());
+  EXPECT_EQ(stats.rows, 3);
+  EXPECT_EQ(stats.created, 3);
+  // One ps task holds every key (the chaos cluster has one): one apply per
+  // closure, retries skipped.
+  EXPECT_EQ(stats.applies, kClosures);
 }
 
 // (e) of the chaos suite: a counter incremented once per closure equals the
