@@ -404,6 +404,11 @@ TEST(CliTest, TrainWithPsRecoverySurvivesAKilledPs) {
   EXPECT_EQ(summary["steps"], 2 * (60000 / 256));
   EXPECT_EQ(summary["optimizer_iterations"], 2 * (60000 / 256));
   EXPECT_GT(summary["test_accuracy"].get<double>(), 0.8) << summary.dump(2);
+  // The default placement and partitioner balance the 2 ps tasks.
+  const std::vector<int64_t> ps_bytes = summary["ps_bytes"].get<std::vector<int64_t>>();
+  ASSERT_EQ(ps_bytes.size(), 2u) << summary.dump(2);
+  EXPECT_LE(std::max(ps_bytes[0], ps_bytes[1]), 1.5 * std::min(ps_bytes[0], ps_bytes[1]))
+      << summary.dump(2);
 }
 
 // wide_deep takes --ps-recovery like the classifiers, with the same checks.

@@ -268,6 +268,11 @@ TEST(ResumeCliTest, WideDeepRunsAreEvaluable) {
   const std::vector<nlohmann::json> metrics = read_metrics(run_dir);
   ASSERT_EQ(metrics.size(), 1u);
   const nlohmann::json summary = read_json(run_dir + "/summary.json");
+  // The default placement and partitioner balance the 2 ps tasks.
+  const std::vector<int64_t> ps_bytes = summary["ps_bytes"].get<std::vector<int64_t>>();
+  ASSERT_EQ(ps_bytes.size(), 2u) << summary.dump(2);
+  EXPECT_LE(std::max(ps_bytes[0], ps_bytes[1]), 1.5 * std::min(ps_bytes[0], ps_bytes[1]))
+      << summary.dump(2);
   EXPECT_EQ(metrics[0]["step"], summary["optimizer_iterations"]);
   EXPECT_NEAR(metrics[0]["test_auc"].get<double>(), summary["test_auc"].get<double>(), 1e-6);
   EXPECT_NEAR(metrics[0]["test_accuracy"].get<double>(), summary["test_accuracy"].get<double>(),
