@@ -124,9 +124,16 @@ void init_strategy(py::module_& m) {
              }
              ParameterServerStrategyOptions options{.variable_timeout =
                                                         absl::Seconds(variable_timeout_seconds)};
-             if (placement == "round_robin") {
-               options.placement = VariablePlacement::kRoundRobin;
-             } else if (placement != "fewest_bytes") {
+             // The names are the C++ API's (variable_placement_name).
+             bool known = false;
+             for (VariablePlacement p :
+                  {VariablePlacement::kFewestBytes, VariablePlacement::kRoundRobin}) {
+               if (placement == variable_placement_name(p)) {
+                 options.placement = p;
+                 known = true;
+               }
+             }
+             if (!known) {
                raise_value_error(
                    "ParameterServerStrategy: placement must be 'fewest_bytes' (the "
                    "default) or 'round_robin' (TF's order), got '" +
