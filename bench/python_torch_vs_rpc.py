@@ -13,7 +13,9 @@ constant rate, applied on the ps), data (Fashion-MNIST) and worker count
 Figure: steady-state training examples/s (epochs 2.., training time only),
 median of --repeats runs of each side, merged into
 <build-dir>/bench/results.json (bench/results_merge.py) with torch as the
-baseline and the ratio psflow / torch (the target: >= 1.5).
+baseline and the ratio psflow / torch (the target: >= 1.5). psflow runs
+twice: with its default mutual TLS, and with --insecure (torch's RPC does
+not encrypt).
 
     PYTHONPATH=build/python python3 bench/python_torch_vs_rpc.py --build-dir build
 """
@@ -54,8 +56,8 @@ def run(command, out, env, timeout):
         return json.load(f)
 
 
-def run_psflow(args, work, tag):
-    out = os.path.join(work, "psflow-%s.json" % tag)
+def run_psflow(args, work, tag, insecure=False):
+    out = os.path.join(work, "psflow-%s%s.json" % (tag, "-insecure" if insecure else ""))
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(
         [os.path.join(os.path.abspath(args.build_dir), "python")]
@@ -63,7 +65,7 @@ def run_psflow(args, work, tag):
     env.setdefault("PSFLOW_BINARY", os.path.join(os.path.abspath(args.build_dir), "psflow"))
     command = [args.python, os.path.join(ROOT, "examples", "python", "torch_mlp.py"),
                "--epochs", str(args.epochs), "--num-workers", "2", "--batch-size", "64",
-               "--seed", str(args.seed), "--json", out]
+               "--seed", str(args.seed), "--json", out] + (["--insecure"] if insecure else [])
     result = run(command, out, env, args.timeout)
     history = result["history"]
     return {"examples_per_s": steady_rate(history), "test_accuracy": result["test_accuracy"]}
@@ -99,30 +101,36 @@ def main():
     try:
         print("python_torch_vs_rpc: %d run(s) of each side, %d epochs, load average %.1f"
               % (args.repeats, args.epochs, os.getloadavg()[0]), flush=True)
-        mine, theirs = [], []
+        mine, plain, theirs = [], [], []
         for i in range(args.repeats):
             start = time.monotonic()
             mine.append(run_psflow(args, work, str(i)))
+            # Torch's RPC does not encrypt: psflow also runs without TLS.
+            plain.append(run_psflow(args, work, str(i), insecure=True))
             theirs.append(run_torch(args, work, str(i)))
-            print("  run %d: psflow (Python steps) %.0f examples/s acc %.4f | torch rpc %.0f "
-                  "examples/s acc %.4f (%.0f s)"
+            print("  run %d: psflow (Python steps) %.0f examples/s acc %.4f | --insecure %.0f "
+                  "examples/s acc %.4f | torch rpc %.0f examples/s acc %.4f (%.0f s)"
                   % (i + 1, mine[-1]["examples_per_s"], mine[-1]["test_accuracy"],
+                     plain[-1]["examples_per_s"], plain[-1]["test_accuracy"],
                      theirs[-1]["examples_per_s"], theirs[-1]["test_accuracy"],
                      time.monotonic() - start), flush=True)
-        p_rate = statistics.median(r["examples_per_s"] for r in mine)
         t_rate = statistics.median(r["examples_per_s"] for r in theirs)
         common = {"unit": "examples/s", "binary": BINARY, "batch_size": 64, "num_workers": 2,
                   "num_ps": 1, "runs": args.repeats, "epochs": args.epochs}
         base = {"name": BINARY + "/torch_rpc_examples_per_s", "value": t_rate, **common,
                 "samples": [r["examples_per_s"] for r in theirs]}
-        entry = {"name": BINARY + "/psflow_python_examples_per_s", "value": p_rate, **common,
-                 "samples": [r["examples_per_s"] for r in mine],
-                 "baseline_name": base["name"], "baseline_value": t_rate,
-                 "ratio": p_rate / t_rate if t_rate > 0 else None}
-        print("%-52s %10.0f examples/s  torch %10.0f  ratio %.2f"
-              % (entry["name"], p_rate, t_rate, entry["ratio"] or 0.0))
+        entries = [base]
+        for name, runs in (("psflow_python", mine), ("psflow_python_insecure", plain)):
+            p_rate = statistics.median(r["examples_per_s"] for r in runs)
+            entry = {"name": "%s/%s_examples_per_s" % (BINARY, name), "value": p_rate, **common,
+                     "samples": [r["examples_per_s"] for r in runs],
+                     "baseline_name": base["name"], "baseline_value": t_rate,
+                     "ratio": p_rate / t_rate if t_rate > 0 else None}
+            entries.append(entry)
+            print("%-60s %8.0f examples/s  torch %8.0f  ratio %.2f"
+                  % (entry["name"], p_rate, t_rate, entry["ratio"] or 0.0))
         if not args.no_merge:
-            merge_results(output, BINARY, [entry, base])
+            merge_results(output, BINARY, entries)
             print("python_torch_vs_rpc: merged into %s" % output)
     finally:
         shutil.rmtree(work, ignore_errors=True)

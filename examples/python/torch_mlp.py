@@ -72,7 +72,8 @@ def read_idx(path):
     offset = 4 + 4 * rank
     if len(data) - offset != math.prod(dims):
         raise ValueError("%s: %d bytes of data for shape %s" % (path, len(data) - offset, dims))
-    return np.frombuffer(data, dtype=np.uint8, offset=offset).reshape(dims)
+    # A copy: frombuffer's array is read-only, which torch.from_numpy warns of.
+    return np.frombuffer(data, dtype=np.uint8, offset=offset).reshape(dims).copy()
 
 
 def load_split(data_dir, prefix):
@@ -180,6 +181,8 @@ def parse_args(argv):
     p.add_argument("--data-dir", default=DATA_DIR)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", default=None, help="write the per-epoch history here")
+    p.add_argument("--insecure", action="store_true",
+                   help="plaintext connections (default: mutual TLS, a fresh CA)")
     args = p.parse_args(argv)
     for name in ("epochs", "num_ps", "num_workers", "batch_size", "steps_per_closure"):
         if getattr(args, name) < 1:
@@ -221,13 +224,15 @@ def train(args, cluster_resolver, log=print):
         log("epoch %d: loss %.4f, train accuracy %.4f, test accuracy %.4f, %.1f s "
             "(%.0f examples/s)" % (epoch, record["loss"], record["train_accuracy"], accuracy,
                                    seconds, record["examples_per_sec"]))
+    # The workers drop their iterators now, while the cluster is up.
+    del iterator, dataset
     return history
 
 
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
     with psflow.LocalCluster(num_ps=args.num_ps, num_workers=args.num_workers,
-                             python_module="torch_mlp") as cluster:
+                             python_module="torch_mlp", insecure=args.insecure) as cluster:
         history = train(args, cluster.cluster_resolver())
     print("final test accuracy %.4f" % history[-1]["test_accuracy"])
     if args.json:

@@ -1,6 +1,8 @@
 // psflow.train.Checkpoint and CheckpointManager over the C++ ones
 // (include/psflow/checkpoint.h): variables and an optimizer's iterations
 // and slots, saved to and restored from safetensors directories.
+#include "psflow/checkpoint.h"
+
 #include <pybind11/stl.h>
 
 #include <map>
@@ -10,7 +12,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "bindings.h"
-#include "psflow/checkpoint.h"
 #include "train_bindings.h"
 
 namespace psflow::python {

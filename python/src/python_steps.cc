@@ -22,7 +22,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "bindings.h"
-#include "train_bindings.h"
 #include "psflow/dataset.h"
 #include "psflow/function_registry.h"
 #include "psflow/main.h"
@@ -30,6 +29,7 @@
 #include "psflow/per_worker.h"
 #include "psflow/variable_handle.h"
 #include "psflow/worker_context.h"
+#include "train_bindings.h"
 
 namespace psflow::python {
 namespace {
@@ -45,6 +45,8 @@ thread_local WorkerContext* current_context = nullptr;
 // Worker index and count while a Python dataset function runs.
 thread_local const DatasetContext* current_dataset_context = nullptr;
 
+// Makes `ctx` the current context for its lifetime (restoring the previous one).
+// Thread-safety: touches this thread's context only.
 class ContextScope {
  public:
   explicit ContextScope(WorkerContext* ctx) : saved_(current_context) { current_context = ctx; }
@@ -108,8 +110,8 @@ absl::Status status_of(py::error_already_set& e, const std::string& where) {
     const int code = coded[0].cast<int>();
     return absl::Status(static_cast<absl::StatusCode>(code), coded[1].cast<std::string>());
   } catch (const py::error_already_set& inner) {
-    return absl::InternalError(absl::StrCat(where, ": ", e.what(),
-                                            " (and formatting the error failed: ", inner.what(), ")"));
+    return absl::InternalError(absl::StrCat(
+        where, ": ", e.what(), " (and formatting the error failed: ", inner.what(), ")"));
   }
 }
 
@@ -236,9 +238,10 @@ Dataset python_dataset(const std::string& fn_name, const Structure& fn_args,
       py::gil_scoped_acquire gil;
       current_dataset_context = &copy;
       try {
-        py::object iterable = py::module_::import("psflow._steps")
-                                  .attr("_make_dataset")(fn_name, structure_to_python(fn_args, true),
-                                                         copy.worker_index, copy.num_workers);
+        py::object iterable =
+            py::module_::import("psflow._steps")
+                .attr("_make_dataset")(fn_name, structure_to_python(fn_args, true),
+                                       copy.worker_index, copy.num_workers);
         iterator->it = py::iter(iterable);
       } catch (py::error_already_set& e) {
         current_dataset_context = nullptr;
@@ -287,8 +290,8 @@ OptimizerConfig optimizer_config_from_python(const std::string& kind, const py::
   } else if (kind == "ftrl") {
     config.kind = OptimizerConfig::Kind::kFtrl;
   } else {
-    raise_value_error(absl::StrCat("unknown optimizer '", kind,
-                                   "'; use sgd, momentum, adagrad, adam or ftrl"));
+    raise_value_error(
+        absl::StrCat("unknown optimizer '", kind, "'; use sgd, momentum, adagrad, adam or ftrl"));
   }
   auto get = [&](const char* key, double& out) {
     if (hyper.contains(key)) out = hyper[key].cast<double>();

@@ -80,6 +80,13 @@ and exits 0, or prints the error and exits 2. A chief's or an evaluator's
 TF_CONFIG is checked too (they run `psflow train` and `psflow eval`, which
 listen on no port).
 
+Python steps: --python MODULE[,MODULE] makes the task a Python process that
+imports MODULE first, so that a worker runs the Python step functions it
+registers (@psflow.function): this command line is exec'ed as `python3 -m
+psflow.server --python MODULE <the other flags>` (the interpreter:
+$PSFLOW_PYTHON, else /usr/bin/python3, else python3 on PATH; it must import
+psflow and MODULE). See docs/python.md.
+
 Logging: one line per event on stderr ("I 05:33:43.123 file.cc:42] ..."):
 where the task serves and as what role, each client that connects (the
 coordinator, a worker), restarts and errors (a refused request or a failed
