@@ -141,3 +141,16 @@ def test_strategy_run_inside_a_step(strategy, coordinator):
     steps.strategy = strategy
     rv = coordinator.schedule(steps.replica_step, args=(np.arange(3.0),))
     np.testing.assert_array_equal(rv.fetch(), [0.0, 2.0, 4.0])
+
+
+def test_local_cluster_refuses_a_bad_module_name():
+    with pytest.raises(ValueError, match="python_module"):
+        psflow.LocalCluster(python_module="not a module")
+    with pytest.raises(ValueError, match="python_module"):
+        psflow.LocalCluster(python_module=["ok.name", ""])
+
+
+def test_a_step_runs_here_when_called():
+    # Calling a @psflow.function runs it in this process, as a function.
+    assert steps.add(2, y=3) == 5
+    assert steps.add.name == "psflow_test_steps.add"
