@@ -104,9 +104,9 @@ class LocalCluster:
     `insecure`. `log_dir`: one log file per task there (else the tasks
     write to this process's stderr). `server_flags` go to every task's
     `psflow server` command line. `python_module` (a module name or a
-    list): every task imports it (`psflow server --python MODULE`, a
-    Python process), so that its @psflow.function steps run on the
-    workers; the tasks get this interpreter and import path
+    list): every worker imports it (`psflow server --python MODULE`, a
+    Python process; the ps tasks ignore it), so that its
+    @psflow.function steps run on the workers; the tasks get this interpreter and import path
     ($PSFLOW_PYTHON, $PYTHONPATH of this process are set for them).
     """
 

@@ -154,3 +154,10 @@ def test_a_step_runs_here_when_called():
     # Calling a @psflow.function runs it in this process, as a function.
     assert steps.add(2, y=3) == 5
     assert steps.add.name == "psflow_test_steps.add"
+
+
+def test_workers_are_python_processes_and_the_ps_is_not(cluster):
+    import os
+    exe = lambda job, i: os.path.basename(os.readlink("/proc/%d/exe" % cluster.pid(job, i)))
+    assert exe("worker", 0).startswith("python") and exe("worker", 1).startswith("python")
+    assert not exe("ps", 0).startswith("python")

@@ -12,9 +12,10 @@
 namespace psflow::internal {
 
 // When argv is `<program> server ... --python MODULE ...` (or
-// --python=MODULE), replaces this process with the Python task; returns
-// only when that fails, with the exit code (1, the reason on stderr).
-// Otherwise returns nullopt and changes nothing.
+// --python=MODULE) for a task that is not a ps (--job, else TF_CONFIG),
+// replaces this process with the Python task; returns only when that
+// fails, with the exit code (1, the reason on stderr). Otherwise returns
+// nullopt and changes nothing (a ps serves as usual, ignoring --python).
 [[nodiscard]] std::optional<int> exec_python_server_if_asked(int argc, char** argv);
 
 }  // namespace psflow::internal

@@ -25,7 +25,10 @@ std::optional<int> run(std::vector<std::string> args) {
 class PythonServerTest : public ::testing::Test {
  protected:
   void SetUp() override { setenv("PSFLOW_PYTHON", "/nonexistent/python3", 1); }
-  void TearDown() override { unsetenv("PSFLOW_PYTHON"); }
+  void TearDown() override {
+    unsetenv("PSFLOW_PYTHON");
+    unsetenv("TF_CONFIG");
+  }
 };
 
 TEST_F(PythonServerTest, OtherCommandLinesAreLeftAlone) {
@@ -39,6 +42,20 @@ TEST_F(PythonServerTest, OtherCommandLinesAreLeftAlone) {
 TEST_F(PythonServerTest, PythonFlagExecsTheInterpreterAndReportsAFailure) {
   EXPECT_EQ(run({"psflow", "server", "--python", "my_model.steps", "--job", "worker"}), 1);
   EXPECT_EQ(run({"psflow", "server", "--job", "worker", "--python=my_model.steps"}), 1);
+}
+
+TEST_F(PythonServerTest, APsStaysThisProcess) {
+  EXPECT_EQ(run({"psflow", "server", "--job", "ps", "--python", "m"}), std::nullopt);
+  EXPECT_EQ(run({"psflow", "server", "--python=m", "--job=ps"}), std::nullopt);
+  constexpr char kCluster[] = R"("cluster":{"ps":["127.0.0.1:1"],"worker":["127.0.0.1:2"]})";
+  setenv("TF_CONFIG", (std::string("{") + kCluster + R"(,"task":{"type":"ps","index":0}})").c_str(),
+         1);
+  EXPECT_EQ(run({"psflow", "server", "--python", "m"}), std::nullopt);
+  // --job overrides TF_CONFIG, as in the server.
+  EXPECT_EQ(run({"psflow", "server", "--job", "worker", "--python", "m"}), 1);
+  setenv("TF_CONFIG",
+         (std::string("{") + kCluster + R"(,"task":{"type":"worker","index":0}})").c_str(), 1);
+  EXPECT_EQ(run({"psflow", "server", "--python", "m"}), 1);
 }
 
 }  // namespace
