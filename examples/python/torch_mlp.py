@@ -14,7 +14,7 @@ test set.
 
     PYTHONPATH=build/python python3 examples/python/torch_mlp.py --epochs 5
 
-Every task imports this file as the module `torch_mlp`
+Every worker imports this file as the module `torch_mlp`
 (LocalCluster(python_module="torch_mlp"); `psflow server --python torch_mlp`
 with this directory on PYTHONPATH for a cluster of your own).
 
