@@ -12,7 +12,7 @@ generator). The coordinator (this script) schedules closures of
 --steps-per-closure steps, prints one line per epoch and evaluates the
 test set.
 
-    PYTHONPATH=build/python python3 examples/python/torch_mlp.py --epochs 5
+    PYTHONPATH=build/python python3 examples/python/torch_mlp.py
 
 Every worker imports this file as the module `torch_mlp`
 (LocalCluster(python_module="torch_mlp"); `psflow server --python torch_mlp`
@@ -170,7 +170,7 @@ def evaluate(variables, images, labels):
 
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--epochs", type=int, default=5)
+    p.add_argument("--epochs", type=int, default=8)
     p.add_argument("--num-ps", type=int, default=1)
     p.add_argument("--num-workers", type=int, default=2)
     p.add_argument("--batch-size", type=int, default=64)
