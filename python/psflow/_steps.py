@@ -240,6 +240,11 @@ def _status_of(exc_type, exc, tb, where):
     errors = _psflow_errors()
     if isinstance(exc, errors.OpError):
         return int(exc.error_code), exc.message
+    if isinstance(exc, StopIteration):
+        # An exhausted iterator ends a step as the end of a C++ per-worker
+        # dataset does (TF's OutOfRangeError), so callers end an epoch the
+        # same way whichever language the dataset is written in.
+        return errors.OUT_OF_RANGE, "End of the dataset in %s (StopIteration)" % where
     text = "".join(traceback.format_exception(exc_type, exc, tb))
     if len(text) > MAX_TRACEBACK_CHARS:
         text = "...\n" + text[-MAX_TRACEBACK_CHARS:]

@@ -55,8 +55,8 @@ def next_batch(iterator):
 
 
 @psflow.function
-def sharded_dataset(input_context):
-    return (psflow.data.Dataset.from_tensor_slices(np.arange(40, dtype=np.int64))
+def sharded_dataset(input_context, size):
+    return (psflow.data.Dataset.from_tensor_slices(np.arange(size, dtype=np.int64))
             .shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
             .batch(5))
 

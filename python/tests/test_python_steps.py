@@ -98,14 +98,27 @@ def test_a_function_the_workers_did_not_import_is_not_found(coordinator):
 
 
 def test_per_worker_python_datasets_are_sharded_by_worker(coordinator):
-    dataset = coordinator.create_per_worker_dataset(steps.sharded_dataset)
+    # 12 batches per worker: the 6 steps cannot exhaust one worker's shard,
+    # however they are spread.
+    dataset = coordinator.create_per_worker_dataset(steps.sharded_dataset, args=(120,))
     iterator = iter(dataset)
     rvs = [coordinator.schedule(steps.next_batch, args=(iterator,)) for _ in range(6)]
     coordinator.join()
     for worker, batch in coordinator.fetch(rvs):
         assert batch.shape == (5,)
-        # Worker i holds the elements i, i+2, i+4, ... of 0..39.
+        # Worker i holds the elements i, i+2, i+4, ... of 0..119.
         assert all(int(e) % 2 == worker for e in batch), (worker, batch)
+
+
+def test_an_exhausted_python_dataset_ends_the_step_with_out_of_range(coordinator):
+    # 2 batches per worker, 8 steps: at least 4 find their worker's shard
+    # exhausted; StopIteration becomes TF's OutOfRangeError.
+    dataset = coordinator.create_per_worker_dataset(steps.sharded_dataset, args=(20,))
+    iterator = iter(dataset)
+    for _ in range(8):
+        coordinator.schedule(steps.next_batch, args=(iterator,))
+    with pytest.raises(psflow.errors.OutOfRangeError, match="StopIteration"):
+        coordinator.join()
 
 
 def wait_until(predicate, seconds):
