@@ -544,6 +544,14 @@ void add_train_flags(CLI::App& app, TrainFlags& flags) {
   app.add_option("--steps-per-execution", o.steps_per_execution,
                  "Training steps per scheduled closure")
       ->capture_default_str();
+  app.add_option_function<std::string>(
+         "--overlap",
+         [&o](const std::string& v) { o.overlap = v == "on"; },
+         "on: within a closure's steps, push each layer's gradients as the backward pass "
+         "produces them and read the next step's parameters while they are in flight (a read "
+         "may miss this worker's own previous step); off: read, compute, push")
+      ->check(CLI::IsMember({"on", "off"}))
+      ->default_str(o.overlap ? "on" : "off");
   app.add_flag("--ps-recovery", o.ps_recovery,
                "On the loss of a ps task, wait for it to come back, restore every ps from the "
                "latest checkpoint and train on (default: stop with UNAVAILABLE, as TF)");
