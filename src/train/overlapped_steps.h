@@ -40,24 +40,48 @@
 
 namespace psflow::internal {
 
-// How overlapped steps reach the ps: read one layer's parameters, push one
-// layer's gradients (`last`: the step's last push, which counts the step).
+// Consecutive layers [first, end) read together and pushed together: a
+// layer smaller than a round trip is worth joins its neighbour.
+// Thread-safety: a value type.
+struct LayerBucket {
+  size_t first = 0;
+  size_t end = 0;
+  friend bool operator==(const LayerBucket&, const LayerBucket&) = default;
+};
+
+// Buckets of layers in forward order, each closed once it holds at least
+// `min_bytes` (a last bucket smaller than that joins the one before it).
+// min_bytes 0: one bucket per layer.
+[[nodiscard]] std::vector<LayerBucket> layer_buckets(const std::vector<int64_t>& layer_bytes,
+                                                     int64_t min_bytes);
+
+// The bucket size of `psflow train --overlap on`: TF's tutorial shard size
+// (MinSizePartitioner's 256 KiB), below which a separate request costs
+// more than the overlap it buys (measured: docs/benchmarks.md).
+inline constexpr int64_t kOverlapBucketBytes = 256 * 1024;
+
+// How overlapped steps reach the ps: read a bucket's parameters (kernel and
+// bias of each layer, in layer order), push its gradients (same order;
+// `last`: the step's last push, which counts the step).
 // Thread-safety: a value type; `read` runs on the prefetch thread, `push` on
 // the push thread, each one call at a time.
 struct OverlapIo {
-  std::function<absl::StatusOr<std::vector<Tensor>>(size_t layer)> read;
-  std::function<absl::Status(size_t layer, std::vector<Tensor> gradients, bool last)> push;
+  std::function<absl::StatusOr<std::vector<Tensor>>(const LayerBucket& bucket)> read;
+  std::function<absl::Status(const LayerBucket& bucket, std::vector<Tensor> gradients,
+                             bool last)>
+      push;
 };
 
-// One step's computation: takes each layer's parameters from `stream` and
-// hands it each layer's gradients. Runs on the caller's thread.
+// One step's computation: takes each layer's parameters from `stream` (in
+// forward order) and hands it each layer's gradients (last layer first).
+// Runs on the caller's thread.
 using OverlapCompute = std::function<absl::Status(int64_t step, const LayerStream& stream)>;
 
-// `steps` steps of a `num_layers`-layer model with the schedule above: the
-// first error of a read, a push or `compute` is the result, after every
-// push already queued has been answered.
-[[nodiscard]] absl::Status run_overlapped(int64_t steps, size_t num_layers, const OverlapIo& io,
-                                          const OverlapCompute& compute);
+// `steps` steps with the schedule above over `buckets` (covering layers 0
+// to the last, in order): the first error of a read, a push or `compute`
+// is the result, after every push already queued has been answered.
+[[nodiscard]] absl::Status run_overlapped(int64_t steps, const std::vector<LayerBucket>& buckets,
+                                          const OverlapIo& io, const OverlapCompute& compute);
 
 // run_train_steps with overlap: config.steps steps of the classifier on
 // ctx's worker. `closure` names the closure and its per-worker state.

@@ -47,6 +47,45 @@ OverlapCompute fake_backward(size_t num_layers, std::vector<std::string>* events
   };
 }
 
+std::vector<LayerBucket> per_layer(size_t num_layers) {
+  return layer_buckets(std::vector<int64_t>(num_layers, 1), 0);
+}
+
+TEST(OverlappedStepsTest, BucketsCloseAtTheSizeAndASmallTailJoinsThePreviousOne) {
+  EXPECT_EQ(per_layer(3), (std::vector<LayerBucket>{{0, 1}, {1, 2}, {2, 3}}));
+  // The mlp 784-256-10: 803 KB then 10 KB, one bucket.
+  EXPECT_EQ(layer_buckets({803840, 10280}, kOverlapBucketBytes),
+            (std::vector<LayerBucket>{{0, 2}}));
+  EXPECT_EQ(layer_buckets({100, 200, 300, 50, 400, 10}, 300),
+            (std::vector<LayerBucket>{{0, 2}, {2, 3}, {3, 6}}));
+  EXPECT_EQ(layer_buckets({}, 300), std::vector<LayerBucket>{});
+}
+
+// Two layers per bucket: one read and one push per bucket, the gradients in
+// layer order.
+TEST(OverlappedStepsTest, ABucketIsOneReadAndOnePush) {
+  absl::Mutex mu;
+  std::vector<std::string> grads;
+  std::vector<std::string> events;
+  OverlapIo io;
+  io.read = [&](const LayerBucket& b) -> absl::StatusOr<std::vector<Tensor>> {
+    absl::MutexLock lock(&mu);
+    events.push_back(absl::StrCat("read ", b.first, "-", b.end));
+    return std::vector<Tensor>(2 * (b.end - b.first));
+  };
+  io.push = [&](const LayerBucket& b, std::vector<Tensor> g, bool last) {
+    absl::MutexLock lock(&mu);
+    std::string layers;
+    for (size_t j = 1; j < g.size(); j += 2) absl::StrAppend(&layers, g[j].flat<float>()[0]);
+    events.push_back(absl::StrCat("push ", b.first, "-", b.end, " layers ", layers,
+                                  last ? " last" : ""));
+    return absl::OkStatus();
+  };
+  ASSERT_TRUE(run_overlapped(1, {{0, 2}, {2, 4}}, io, fake_backward(4, &grads, &mu)).ok());
+  EXPECT_EQ(events, (std::vector<std::string>{"read 0-2", "read 2-4", "push 2-4 layers 23",
+                                              "push 0-2 layers 01 last"}));
+}
+
 TEST(OverlappedStepsTest, ReadsInForwardOrderAndPushesLastLayerFirstOncePerStep) {
   constexpr size_t kLayers = 3;
   constexpr int64_t kSteps = 4;
@@ -56,19 +95,20 @@ TEST(OverlappedStepsTest, ReadsInForwardOrderAndPushesLastLayerFirstOncePerStep)
   std::vector<std::string> grads;
   int read_round = 0;
   OverlapIo io;
-  io.read = [&](size_t layer) -> absl::StatusOr<std::vector<Tensor>> {
+  io.read = [&](const LayerBucket& b) -> absl::StatusOr<std::vector<Tensor>> {
     absl::MutexLock lock(&mu);
-    if (layer == 0) ++read_round;
-    reads.push_back(absl::StrCat("r", read_round - 1, " l", layer));
+    if (b.first == 0) ++read_round;
+    reads.push_back(absl::StrCat("r", read_round - 1, " l", b.first));
     return std::vector<Tensor>{Tensor(), Tensor()};
   };
-  io.push = [&](size_t layer, std::vector<Tensor> g, bool last) {
+  io.push = [&](const LayerBucket& b, std::vector<Tensor> g, bool last) {
     absl::MutexLock lock(&mu);
-    pushes.push_back(absl::StrCat("s", g[0].flat<float>()[0] - 1, " l", layer,
+    pushes.push_back(absl::StrCat("s", g[0].flat<float>()[0] - 1, " l", b.first,
                                   last ? " last" : ""));
     return absl::OkStatus();
   };
-  ASSERT_TRUE(run_overlapped(kSteps, kLayers, io, fake_backward(kLayers, &grads, &mu)).ok());
+  ASSERT_TRUE(run_overlapped(kSteps, per_layer(kLayers), io, fake_backward(kLayers, &grads, &mu))
+                  .ok());
   std::vector<std::string> want_reads;
   std::vector<std::string> want_pushes;
   for (int64_t s = 0; s < kSteps; ++s) {
@@ -98,8 +138,8 @@ TEST(OverlappedStepsTest, ReadMissesAtMostTheWorkersOwnPreviousStep) {
   std::atomic<int> read_round{0};
   bool overlapped = true;
   OverlapIo io;
-  io.read = [&](size_t layer) -> absl::StatusOr<std::vector<Tensor>> {
-    if (layer == 0) {
+  io.read = [&](const LayerBucket& b) -> absl::StatusOr<std::vector<Tensor>> {
+    if (b.first == 0) {
       const int round = read_round++;
       {
         absl::MutexLock lock(&mu);
@@ -109,7 +149,7 @@ TEST(OverlappedStepsTest, ReadMissesAtMostTheWorkersOwnPreviousStep) {
     }
     return std::vector<Tensor>{Tensor(), Tensor()};
   };
-  io.push = [&](size_t, std::vector<Tensor> g, bool last) {
+  io.push = [&](const LayerBucket&, std::vector<Tensor> g, bool last) {
     const auto step = static_cast<int64_t>(g[0].flat<float>()[0]) - 1;
     if (step + 1 < kSteps &&
         !read_started[static_cast<size_t>(step + 1)]->WaitForNotificationWithTimeout(
@@ -120,7 +160,8 @@ TEST(OverlappedStepsTest, ReadMissesAtMostTheWorkersOwnPreviousStep) {
     if (last) ++applied_steps;
     return absl::OkStatus();
   };
-  ASSERT_TRUE(run_overlapped(kSteps, kLayers, io, fake_backward(kLayers, &grads, &mu)).ok());
+  ASSERT_TRUE(run_overlapped(kSteps, per_layer(kLayers), io, fake_backward(kLayers, &grads, &mu))
+                  .ok());
   EXPECT_TRUE(overlapped) << "a read waited for the previous step's pushes";
   ASSERT_EQ(seen.size(), static_cast<size_t>(kSteps));
   for (int64_t s = 1; s < kSteps; ++s) {
@@ -135,32 +176,32 @@ TEST(OverlappedStepsTest, FailuresOfReadsPushesAndComputePropagate) {
   absl::Mutex mu;
   std::vector<std::string> grads;
   OverlapIo ok_io;
-  ok_io.read = [](size_t) -> absl::StatusOr<std::vector<Tensor>> {
+  ok_io.read = [](const LayerBucket&) -> absl::StatusOr<std::vector<Tensor>> {
     return std::vector<Tensor>{Tensor(), Tensor()};
   };
-  ok_io.push = [](size_t, std::vector<Tensor>, bool) { return absl::OkStatus(); };
+  ok_io.push = [](const LayerBucket&, std::vector<Tensor>, bool) { return absl::OkStatus(); };
 
   OverlapIo bad_read = ok_io;
-  bad_read.read = [](size_t layer) -> absl::StatusOr<std::vector<Tensor>> {
-    if (layer == 1) return absl::UnavailableError("ps 1 gone (read)");
+  bad_read.read = [](const LayerBucket& b) -> absl::StatusOr<std::vector<Tensor>> {
+    if (b.first == 1) return absl::UnavailableError("ps 1 gone (read)");
     return std::vector<Tensor>{Tensor(), Tensor()};
   };
-  absl::Status s = run_overlapped(3, kLayers, bad_read, fake_backward(kLayers, &grads, &mu));
+  absl::Status s = run_overlapped(3, per_layer(kLayers), bad_read, fake_backward(kLayers, &grads, &mu));
   EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable);
   EXPECT_THAT(s.message(), ::testing::HasSubstr("(read)"));
 
   std::atomic<int> pushes_after_failure{0};
   std::atomic<bool> failed{false};
   OverlapIo bad_push = ok_io;
-  bad_push.push = [&](size_t layer, std::vector<Tensor> g, bool) {
+  bad_push.push = [&](const LayerBucket& b, std::vector<Tensor> g, bool) {
     if (failed) ++pushes_after_failure;
-    if (g[0].flat<float>()[0] == 2.0f && layer == 0) {
+    if (g[0].flat<float>()[0] == 2.0f && b.first == 0) {
       failed = true;
       return absl::UnavailableError("ps 0 gone (push)");
     }
     return absl::OkStatus();
   };
-  s = run_overlapped(5, kLayers, bad_push, fake_backward(kLayers, &grads, &mu));
+  s = run_overlapped(5, per_layer(kLayers), bad_push, fake_backward(kLayers, &grads, &mu));
   EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable);
   EXPECT_THAT(s.message(), ::testing::HasSubstr("(push)"));
   EXPECT_EQ(pushes_after_failure.load(), 0) << "pushes after a failed one must stay unsent";
@@ -173,7 +214,7 @@ TEST(OverlappedStepsTest, FailuresOfReadsPushesAndComputePropagate) {
     if (step == 1) return absl::InvalidArgumentError("bad batch (compute)");
     return stream.gradients(0, {Tensor::from_vector<float>({1.0f}), Tensor()});
   };
-  s = run_overlapped(3, kLayers, ok_io, bad_compute);
+  s = run_overlapped(3, per_layer(kLayers), ok_io, bad_compute);
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(s.message(), ::testing::HasSubstr("(compute)"));
 }
@@ -204,10 +245,11 @@ TEST(OverlappedStepsTest, RetriedClosureAppliesEveryPushExactlyOnce) {
         bind_update_keys(*optimizer, std::make_shared<UpdateKeys>(/*session=*/7, /*closure=*/3));
     std::atomic<int> pushed{0};
     OverlapIo io;
-    io.read = [&](size_t layer) -> absl::StatusOr<std::vector<Tensor>> {
-      return read_values({vars[2 * layer], vars[2 * layer + 1]});
+    io.read = [&](const LayerBucket& b) -> absl::StatusOr<std::vector<Tensor>> {
+      return read_values({vars[2 * b.first], vars[2 * b.first + 1]});
     };
-    io.push = [&](size_t layer, std::vector<Tensor> g, bool last) -> absl::Status {
+    io.push = [&](const LayerBucket& b, std::vector<Tensor> g, bool last) -> absl::Status {
+      const size_t layer = b.first;
       // Gradients of 1 for every parameter, scaled by the step.
       std::vector<GradientAndVariable> part = {{g[0], vars[2 * layer]},
                                                {Tensor::from_vector<float>({1.0f}),
@@ -218,7 +260,7 @@ TEST(OverlappedStepsTest, RetriedClosureAppliesEveryPushExactlyOnce) {
     };
     absl::Mutex mu;
     std::vector<std::string> grads;
-    return run_overlapped(kSteps, kLayers, io, fake_backward(kLayers, &grads, &mu));
+    return run_overlapped(kSteps, per_layer(kLayers), io, fake_backward(kLayers, &grads, &mu));
   };
   EXPECT_EQ(run_once(3).code(), absl::StatusCode::kUnavailable);
   ASSERT_TRUE(run_once(-1).ok());
