@@ -13,8 +13,10 @@ namespace psflow::internal {
 
 // Optimizer::apply_gradients on `grads_and_vars`, which increments the
 // optimizer's `iterations` only when `count_step` (exactly one part of a
-// step should). Same validation, batching, learning rate and update keys
-// as apply_gradients: each call is one update of a bound optimizer.
+// step should). Same validation, batching and learning rate as
+// apply_gradients, and each call is one update of a bound optimizer: a part
+// without the `iterations` op carries the optimizer's update keys on its
+// variables, so the ps tasks apply a retried closure's parts once each.
 [[nodiscard]] absl::Status apply_gradients_part(
     const Optimizer& optimizer, const std::vector<GradientAndVariable>& grads_and_vars,
     bool count_step);

@@ -1,11 +1,11 @@
 // The classifier's training closure with communication overlapped with
 // computation (internal; `psflow train --overlap on`).
 //
-// Within a closure of several steps, each layer's gradients are pushed as
-// soon as the backward pass produces them (the last layer first), and the
-// next step's parameters are read, layer 0 first, while this step's pushes
-// are still in flight; the forward pass takes each layer's parameters as
-// they arrive.
+// Within a closure of several steps, the gradients of each bucket of
+// layers (layer_buckets) are pushed as soon as the backward pass produces
+// them (the last bucket first), and the next step's parameters are read,
+// bucket 0 first, while this step's pushes are still in flight; the forward
+// pass takes each bucket's parameters as they arrive. docs/overlap.md.
 //
 // Consistency: asynchronous training already reads parameters that other
 // workers are updating. With overlap a read may also miss this worker's
@@ -20,7 +20,7 @@
 // Exactly-once: every push goes through one thread in the order the
 // backward passes produce them, so a retried closure's pushes get the same
 // update keys; the optimizer's `iterations` advances once per step, with
-// the step's last push (layer 0's). Errors: a failed push fails the
+// the step's last push (that of the bucket holding layer 0). Errors: a failed push fails the
 // closure (the later pushes are dropped unsent; the retry sends them), as
 // does a failed read.
 #ifndef PSFLOW_TRAIN_OVERLAPPED_STEPS_H_
