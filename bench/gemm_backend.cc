@@ -4,13 +4,12 @@
 // EIGEN_USE_BLAS (OpenBLAS). bench/gemm_backend.py runs both in one
 // benchmark run, alternating. Prints one JSON line:
 // {"backend", "batch", "ms_per_pass"} (the median of `rounds` rounds).
+#include <Eigen/Dense>
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
-
-#include <Eigen/Dense>
 
 #ifdef PSFLOW_OPENBLAS
 extern "C" void openblas_set_num_threads(int num_threads);

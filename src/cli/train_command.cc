@@ -545,8 +545,7 @@ void add_train_flags(CLI::App& app, TrainFlags& flags) {
                  "Training steps per scheduled closure")
       ->capture_default_str();
   app.add_option_function<std::string>(
-         "--overlap",
-         [&o](const std::string& v) { o.overlap = v == "on"; },
+         "--overlap", [&o](const std::string& v) { o.overlap = v == "on"; },
          "on: within a closure's steps, push each layer's gradients as the backward pass "
          "produces them and read the next step's parameters while they are in flight (a read "
          "may miss this worker's own previous step); off: read, compute, push")

@@ -218,9 +218,9 @@ absl::Status Optimizer::apply_gradients(
   return internal::OptimizerAccess::apply(*this, grads_and_vars, /*count_step=*/true);
 }
 
-absl::Status internal::OptimizerAccess::apply(const Optimizer& optimizer,
-                                             const std::vector<GradientAndVariable>& grads_and_vars,
-                                             bool count_step) {
+absl::Status internal::OptimizerAccess::apply(
+    const Optimizer& optimizer, const std::vector<GradientAndVariable>& grads_and_vars,
+    bool count_step) {
   internal::OptimizerState& s = *optimizer.state_;
   std::vector<std::string> names;
   bool any = false;
@@ -258,8 +258,7 @@ absl::Status internal::OptimizerAccess::apply(const Optimizer& optimizer,
   }
   int step_slot = -1;
   if (count_step) {
-    const internal::VariableState& iterations =
-        VariableAccess::state(s.iterations.variables()[0]);
+    const internal::VariableState& iterations = VariableAccess::state(s.iterations.variables()[0]);
     VariableOpArgs increment = internal::make_op(Op::ASSIGN_ADD, iterations);
     increment.value = Tensor::scalar<int64_t>(1);
     batch.add(iterations, std::move(increment));

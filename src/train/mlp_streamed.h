@@ -29,8 +29,8 @@ struct LayerStream {
 
 // The loss and predictions of a streamed pass. Thread-safety: a value type.
 struct StreamedStep {
-  double loss = 0.0;      // mean over the batch
-  Tensor probabilities;   // [N, num_classes]
+  double loss = 0.0;     // mean over the batch
+  Tensor probabilities;  // [N, num_classes]
 };
 
 // mlp_forward_backward, the same arithmetic, through `stream`.

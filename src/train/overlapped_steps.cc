@@ -33,8 +33,7 @@ absl::StatusOr<OverlappedBatch> classifier_batch(const Structure& batch) {
 
 }  // namespace
 
-std::vector<LayerBucket> layer_buckets(const std::vector<int64_t>& layer_bytes,
-                                       int64_t min_bytes) {
+std::vector<LayerBucket> layer_buckets(const std::vector<int64_t>& layer_bytes, int64_t min_bytes) {
   std::vector<LayerBucket> buckets;
   int64_t bytes = 0;
   for (size_t l = 0; l < layer_bytes.size(); ++l) {
@@ -61,12 +60,11 @@ absl::Status run_overlapped(int64_t steps, const std::vector<LayerBucket>& bucke
   }
   // The queue outlives the prefetch, whose reads wait on it.
   PushQueue pushes;
-  ParameterPrefetch prefetch(buckets.size(), [&io, &buckets](size_t b) {
-    return io.read(buckets[b]);
-  });
+  ParameterPrefetch prefetch(buckets.size(),
+                             [&io, &buckets](size_t b) { return io.read(buckets[b]); });
   prefetch.start(nullptr);  // the first step: nothing of this run's pushed yet
   for (int64_t i = 0; i < steps; ++i) {
-    std::vector<Tensor> taken;  // the parameters of the bucket being read
+    std::vector<Tensor> taken;    // the parameters of the bucket being read
     std::vector<Tensor> pending;  // gradients of the bucket being pushed, in layer order
     LayerStream stream;
     stream.parameters = [&](size_t layer) -> absl::StatusOr<std::vector<Tensor>> {
@@ -125,18 +123,16 @@ absl::StatusOr<Structure> run_overlapped_train_steps(WorkerContext& ctx,
   const std::vector<ShardedVariable>& vars = shared->variables;
   std::vector<int64_t> layer_bytes;
   for (size_t l = 0; l + 1 < vars.size(); l += 2) {
-    layer_bytes.push_back(
-        (num_elements(vars[l].shape()) + num_elements(vars[l + 1].shape())) *
-        static_cast<int64_t>(dtype_size(vars[l].dtype())));
+    layer_bytes.push_back((num_elements(vars[l].shape()) + num_elements(vars[l + 1].shape())) *
+                          static_cast<int64_t>(dtype_size(vars[l].dtype())));
   }
   const std::vector<LayerBucket> buckets = layer_buckets(layer_bytes, kOverlapBucketBytes);
   OverlapIo io;
   io.read = [&vars](const LayerBucket& bucket) -> absl::StatusOr<std::vector<Tensor>> {
-    return read_values(absl::MakeConstSpan(vars).subspan(2 * bucket.first,
-                                                         2 * (bucket.end - bucket.first)));
+    return read_values(
+        absl::MakeConstSpan(vars).subspan(2 * bucket.first, 2 * (bucket.end - bucket.first)));
   };
-  io.push = [&vars, &optimizer](const LayerBucket& bucket, std::vector<Tensor> grads,
-                                bool last) {
+  io.push = [&vars, &optimizer](const LayerBucket& bucket, std::vector<Tensor> grads, bool last) {
     std::vector<GradientAndVariable> part;
     for (size_t j = 0; j < grads.size(); ++j) {
       part.push_back({std::move(grads[j]), vars[2 * bucket.first + j]});
@@ -147,8 +143,8 @@ absl::StatusOr<Structure> run_overlapped_train_steps(WorkerContext& ctx,
   auto compute = [&](int64_t, const LayerStream& stream) -> absl::Status {
     PSFLOW_ASSIGN_OR_RETURN(Structure raw, next_training_batch(ctx, closure, config));
     PSFLOW_ASSIGN_OR_RETURN(OverlappedBatch batch, classifier_batch(raw));
-    PSFLOW_ASSIGN_OR_RETURN(StreamedStep out, mlp_forward_backward_streamed(
-                                                  config.model, batch.x, batch.labels, stream));
+    PSFLOW_ASSIGN_OR_RETURN(StreamedStep out, mlp_forward_backward_streamed(config.model, batch.x,
+                                                                            batch.labels, stream));
     PSFLOW_ASSIGN_OR_RETURN(const int64_t correct,
                             correct_predictions(batch.labels, out.probabilities));
     result.correct += correct;

@@ -67,8 +67,7 @@ inline constexpr int64_t kOverlapBucketBytes = 256 * 1024;
 // the push thread, each one call at a time.
 struct OverlapIo {
   std::function<absl::StatusOr<std::vector<Tensor>>(const LayerBucket& bucket)> read;
-  std::function<absl::Status(const LayerBucket& bucket, std::vector<Tensor> gradients,
-                             bool last)>
+  std::function<absl::Status(const LayerBucket& bucket, std::vector<Tensor> gradients, bool last)>
       push;
 };
 

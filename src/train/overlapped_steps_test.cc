@@ -26,8 +26,7 @@ using ::psflow::internal::testing::value_or_fail;
 // A compute that takes every layer's parameters in forward order, then
 // hands back gradients {step + 1, layer} (as 1-element tensors), last
 // layer first, as a backward pass would.
-OverlapCompute fake_backward(size_t num_layers, std::vector<std::string>* events,
-                             absl::Mutex* mu) {
+OverlapCompute fake_backward(size_t num_layers, std::vector<std::string>* events, absl::Mutex* mu) {
   return [=](int64_t step, const LayerStream& stream) -> absl::Status {
     for (size_t l = 0; l < num_layers; ++l) {
       absl::StatusOr<std::vector<Tensor>> p = stream.parameters(l);
@@ -77,8 +76,8 @@ TEST(OverlappedStepsTest, ABucketIsOneReadAndOnePush) {
     absl::MutexLock lock(&mu);
     std::string layers;
     for (size_t j = 1; j < g.size(); j += 2) absl::StrAppend(&layers, g[j].flat<float>()[0]);
-    events.push_back(absl::StrCat("push ", b.first, "-", b.end, " layers ", layers,
-                                  last ? " last" : ""));
+    events.push_back(
+        absl::StrCat("push ", b.first, "-", b.end, " layers ", layers, last ? " last" : ""));
     return absl::OkStatus();
   };
   ASSERT_TRUE(run_overlapped(1, {{0, 2}, {2, 4}}, io, fake_backward(4, &grads, &mu)).ok());
@@ -103,12 +102,12 @@ TEST(OverlappedStepsTest, ReadsInForwardOrderAndPushesLastLayerFirstOncePerStep)
   };
   io.push = [&](const LayerBucket& b, std::vector<Tensor> g, bool last) {
     absl::MutexLock lock(&mu);
-    pushes.push_back(absl::StrCat("s", g[0].flat<float>()[0] - 1, " l", b.first,
-                                  last ? " last" : ""));
+    pushes.push_back(
+        absl::StrCat("s", g[0].flat<float>()[0] - 1, " l", b.first, last ? " last" : ""));
     return absl::OkStatus();
   };
-  ASSERT_TRUE(run_overlapped(kSteps, per_layer(kLayers), io, fake_backward(kLayers, &grads, &mu))
-                  .ok());
+  ASSERT_TRUE(
+      run_overlapped(kSteps, per_layer(kLayers), io, fake_backward(kLayers, &grads, &mu)).ok());
   std::vector<std::string> want_reads;
   std::vector<std::string> want_pushes;
   for (int64_t s = 0; s < kSteps; ++s) {
@@ -132,7 +131,8 @@ TEST(OverlappedStepsTest, ReadMissesAtMostTheWorkersOwnPreviousStep) {
   absl::Mutex mu;
   std::vector<std::string> grads;
   std::vector<std::unique_ptr<absl::Notification>> read_started;
-  for (int64_t s = 0; s <= kSteps; ++s) read_started.push_back(std::make_unique<absl::Notification>());
+  for (int64_t s = 0; s <= kSteps; ++s)
+    read_started.push_back(std::make_unique<absl::Notification>());
   std::atomic<int64_t> applied_steps{0};
   std::vector<int64_t> seen;  // applied steps when each step's read began
   std::atomic<int> read_round{0};
@@ -160,8 +160,8 @@ TEST(OverlappedStepsTest, ReadMissesAtMostTheWorkersOwnPreviousStep) {
     if (last) ++applied_steps;
     return absl::OkStatus();
   };
-  ASSERT_TRUE(run_overlapped(kSteps, per_layer(kLayers), io, fake_backward(kLayers, &grads, &mu))
-                  .ok());
+  ASSERT_TRUE(
+      run_overlapped(kSteps, per_layer(kLayers), io, fake_backward(kLayers, &grads, &mu)).ok());
   EXPECT_TRUE(overlapped) << "a read waited for the previous step's pushes";
   ASSERT_EQ(seen.size(), static_cast<size_t>(kSteps));
   for (int64_t s = 1; s < kSteps; ++s) {
@@ -186,7 +186,8 @@ TEST(OverlappedStepsTest, FailuresOfReadsPushesAndComputePropagate) {
     if (b.first == 1) return absl::UnavailableError("ps 1 gone (read)");
     return std::vector<Tensor>{Tensor(), Tensor()};
   };
-  absl::Status s = run_overlapped(3, per_layer(kLayers), bad_read, fake_backward(kLayers, &grads, &mu));
+  absl::Status s =
+      run_overlapped(3, per_layer(kLayers), bad_read, fake_backward(kLayers, &grads, &mu));
   EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable);
   EXPECT_THAT(s.message(), ::testing::HasSubstr("(read)"));
 
@@ -233,10 +234,10 @@ TEST(OverlappedStepsTest, RetriedClosureAppliesEveryPushExactlyOnce) {
   {
     StrategyScope scope = cluster.strategy->scope();
     for (size_t l = 0; l < kLayers; ++l) {
-      vars.push_back(value_or_fail(create_variable(Tensor::from_vector<float>({0.0f}),
-                                                   {.name = absl::StrCat("k", l)})));
-      vars.push_back(value_or_fail(create_variable(Tensor::from_vector<float>({0.0f}),
-                                                   {.name = absl::StrCat("b", l)})));
+      vars.push_back(value_or_fail(
+          create_variable(Tensor::from_vector<float>({0.0f}), {.name = absl::StrCat("k", l)})));
+      vars.push_back(value_or_fail(
+          create_variable(Tensor::from_vector<float>({0.0f}), {.name = absl::StrCat("b", l)})));
     }
     optimizer = value_or_fail(Optimizer::create(OptimizerConfig{}, kLr));
   }
@@ -251,9 +252,8 @@ TEST(OverlappedStepsTest, RetriedClosureAppliesEveryPushExactlyOnce) {
     io.push = [&](const LayerBucket& b, std::vector<Tensor> g, bool last) -> absl::Status {
       const size_t layer = b.first;
       // Gradients of 1 for every parameter, scaled by the step.
-      std::vector<GradientAndVariable> part = {{g[0], vars[2 * layer]},
-                                               {Tensor::from_vector<float>({1.0f}),
-                                                vars[2 * layer + 1]}};
+      std::vector<GradientAndVariable> part = {
+          {g[0], vars[2 * layer]}, {Tensor::from_vector<float>({1.0f}), vars[2 * layer + 1]}};
       absl::Status s = apply_gradients_part(bound, part, last);
       if (pushed++ == fail_push && s.ok()) return absl::UnavailableError("response lost");
       return s;
