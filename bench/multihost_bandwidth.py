@@ -10,7 +10,8 @@ links and of psflow:
   links   uncapped, 1 Gbit/s, 100 Mbit/s (a tbf cap on both ends of every
           link, as netns_hosts.Hosts.cap_bandwidth sets it)
   modes   default           psflow's default flags
-          overlap_<other>   --overlap set to what the default is not
+          overlap_<other>   --overlap set to what the default is not (the
+                            default "auto" is on across hosts)
           round_robin_none  TF's placement with no partitioner
                             (--placement round_robin --partitioner none)
           bf16              --wire-dtype bfloat16 (skipped, with the reason
@@ -101,8 +102,9 @@ def help_text(psflow):
 
 def modes(psflow, wanted):
     text = help_text(psflow)
-    m = re.search(r"--overlap TEXT:\{on,off\}=(on|off)", text)
-    default_overlap = m.group(1) if m else None
+    m = re.search(r"--overlap TEXT:\{[a-z,]+\}=(auto|on|off)", text)
+    # "auto" is on for a TF_CONFIG cluster, as every row here is.
+    default_overlap = ("on" if m.group(1) == "auto" else m.group(1)) if m else None
     out = []
     for mode in wanted:
         if mode == "default":

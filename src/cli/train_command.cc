@@ -46,6 +46,11 @@ struct TrainFlags {
   ClusterResolverFlags cluster_resolver;
   TlsFlags tls;
   double stop_timeout_seconds = absl::ToDoubleSeconds(kDefaultStopTimeout);
+  // --overlap: "on", "off", or "auto": on for a TF_CONFIG or Slurm cluster
+  // (tasks on other hosts, where links limit the run and overlap gains
+  // 1.2-1.4x), off for the local cluster and mirrored (one machine, CPU-bound:
+  // overlap costs 8-17 %); docs/benchmarks.md, "Overlap".
+  std::string overlap = "auto";
 };
 
 constexpr CommandHelp kTrainHelp = {
@@ -358,6 +363,8 @@ int run_train(const TrainFlags& given, const CLI::App& app) {
     }
     external = *std::move(resolved);
     mode = external.has_value() ? TrainMode::kExternalCluster : TrainMode::kLocalCluster;
+    options.overlap =
+        flags.overlap == "on" || (flags.overlap == "auto" && mode == TrainMode::kExternalCluster);
   } else if (TFConfigClusterResolver().is_configured()) {
     std::fprintf(stderr,
                  "psflow train: --strategy mirrored trains in this process, without ps or worker "
@@ -544,13 +551,15 @@ void add_train_flags(CLI::App& app, TrainFlags& flags) {
   app.add_option("--steps-per-execution", o.steps_per_execution,
                  "Training steps per scheduled closure")
       ->capture_default_str();
-  app.add_option_function<std::string>(
-         "--overlap", [&o](const std::string& v) { o.overlap = v == "on"; },
-         "on: within a closure's steps, push each layer's gradients as the backward pass "
-         "produces them and read the next step's parameters while they are in flight (a read "
-         "may miss this worker's own previous step); off: read, compute, push")
-      ->check(CLI::IsMember({"on", "off"}))
-      ->default_str(o.overlap ? "on" : "off");
+  app.add_option("--overlap", flags.overlap,
+                 "on: within a closure's steps (--steps-per-execution), push gradients as the "
+                 "backward pass produces them and read the next step's parameters while they "
+                 "are in flight (a read may miss this worker's own previous step); off: read, "
+                 "compute, push; auto: on for a TF_CONFIG or Slurm cluster, off on the local "
+                 "cluster (measured: overlap pays where links limit the run, costs on one "
+                 "machine)")
+      ->check(CLI::IsMember({"auto", "on", "off"}))
+      ->capture_default_str();
   app.add_flag("--ps-recovery", o.ps_recovery,
                "On the loss of a ps task, wait for it to come back, restore every ps from the "
                "latest checkpoint and train on (default: stop with UNAVAILABLE, as TF)");
