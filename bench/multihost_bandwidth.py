@@ -11,7 +11,8 @@ links and of psflow:
           link, as netns_hosts.Hosts.cap_bandwidth sets it)
   modes   default           psflow's default flags
           overlap_<other>   --overlap set to what the default is not (the
-                            default "auto" is on across hosts)
+                            default "auto" is on across hosts with
+                            more than one step per closure)
           round_robin_none  TF's placement with no partitioner
                             (--placement round_robin --partitioner none)
           bf16              --wire-dtype bfloat16 (skipped, with the reason
@@ -100,11 +101,13 @@ def help_text(psflow):
                           check=True).stdout
 
 
-def modes(psflow, wanted):
+def modes(psflow, wanted, steps_per_execution):
     text = help_text(psflow)
     m = re.search(r"--overlap TEXT:\{[a-z,]+\}=(auto|on|off)", text)
-    # "auto" is on for a TF_CONFIG cluster, as every row here is.
-    default_overlap = ("on" if m.group(1) == "auto" else m.group(1)) if m else None
+    # "auto" is on for a TF_CONFIG cluster (every row here) that runs more
+    # than one step per closure.
+    auto = "on" if steps_per_execution > 1 else "off"
+    default_overlap = (auto if m.group(1) == "auto" else m.group(1)) if m else None
     out = []
     for mode in wanted:
         if mode == "default":
@@ -195,7 +198,7 @@ def main():
     unknown = set(links) - set(LINKS)
     if unknown:
         sys.exit(f"unknown links {sorted(unknown)}; choose from {list(LINKS)}")
-    rows = modes(args.psflow, args.modes.split(","))
+    rows = modes(args.psflow, args.modes.split(","), args.steps_per_execution)
     work = tempfile.mkdtemp(prefix="psflow-multihost-bandwidth-")
     entries = []
     try:

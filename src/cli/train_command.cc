@@ -47,9 +47,11 @@ struct TrainFlags {
   TlsFlags tls;
   double stop_timeout_seconds = absl::ToDoubleSeconds(kDefaultStopTimeout);
   // --overlap: "on", "off", or "auto": on for a TF_CONFIG or Slurm cluster
-  // (tasks on other hosts, where links limit the run and overlap gains
-  // 1.2-1.4x), off for the local cluster and mirrored (one machine, CPU-bound:
-  // overlap costs 8-17 %); docs/benchmarks.md, "Overlap".
+  // with --steps-per-execution above 1 (tasks on other hosts, where links
+  // limit the run and overlap gains 1.2-1.4x; one step per closure leaves
+  // nothing to overlap across steps), off otherwise (the local cluster is
+  // one machine, CPU-bound: overlap costs 8-17 %); docs/benchmarks.md,
+  // "Overlap".
   std::string overlap = "auto";
 };
 
@@ -363,8 +365,10 @@ int run_train(const TrainFlags& given, const CLI::App& app) {
     }
     external = *std::move(resolved);
     mode = external.has_value() ? TrainMode::kExternalCluster : TrainMode::kLocalCluster;
+    // auto: where links limit the run and a closure has steps to overlap.
     options.overlap =
-        flags.overlap == "on" || (flags.overlap == "auto" && mode == TrainMode::kExternalCluster);
+        flags.overlap == "on" || (flags.overlap == "auto" && mode == TrainMode::kExternalCluster &&
+                                  options.steps_per_execution > 1);
   } else if (TFConfigClusterResolver().is_configured()) {
     std::fprintf(stderr,
                  "psflow train: --strategy mirrored trains in this process, without ps or worker "
@@ -555,8 +559,9 @@ void add_train_flags(CLI::App& app, TrainFlags& flags) {
                  "on: within a closure's steps (--steps-per-execution), push gradients as the "
                  "backward pass produces them and read the next step's parameters while they "
                  "are in flight (a read may miss this worker's own previous step); off: read, "
-                 "compute, push; auto: on for a TF_CONFIG or Slurm cluster, off on the local "
-                 "cluster (measured: overlap pays where links limit the run, costs on one "
+                 "compute, push; auto: on for a TF_CONFIG or Slurm cluster with "
+                 "--steps-per-execution above 1, off otherwise (measured: overlap pays where links "
+                 "limit the run, costs on one "
                  "machine)")
       ->check(CLI::IsMember({"auto", "on", "off"}))
       ->capture_default_str();
