@@ -16,6 +16,7 @@
 #include "strategy/partial_apply.h"
 #include "strategy/strategy_test_util.h"
 #include "strategy/update_binding.h"
+#include "train/parameter_prefetch.h"
 
 namespace psflow::internal {
 namespace {
@@ -83,6 +84,27 @@ TEST(OverlappedStepsTest, ABucketIsOneReadAndOnePush) {
   ASSERT_TRUE(run_overlapped(1, {{0, 2}, {2, 4}}, io, fake_backward(4, &grads, &mu)).ok());
   EXPECT_EQ(events, (std::vector<std::string>{"read 0-2", "read 2-4", "push 2-4 layers 23",
                                               "push 0-2 layers 01 last"}));
+}
+
+// A read whose groups were not all taken (a step that failed half-way) is
+// finished and dropped before the next one starts: the next read's groups
+// are its own.
+TEST(OverlappedStepsTest, APrefetchStartedBeforeTheLastWasTakenDropsIt) {
+  std::atomic<int> reads{0};
+  ParameterPrefetch prefetch(2, [&reads](size_t g) -> absl::StatusOr<std::vector<Tensor>> {
+    return std::vector<Tensor>{
+        Tensor::from_vector<float>({static_cast<float>(reads++), static_cast<float>(g)})};
+  });
+  prefetch.start(nullptr);
+  ASSERT_TRUE(prefetch.take(0).ok());
+  prefetch.start(nullptr);
+  for (size_t g = 0; g < 2; ++g) {
+    absl::StatusOr<std::vector<Tensor>> got = prefetch.take(g);
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_EQ((*got)[0].flat<float>()[0], static_cast<float>(2 + g)) << "group " << g;
+    EXPECT_EQ((*got)[0].flat<float>()[1], static_cast<float>(g));
+  }
+  EXPECT_EQ(prefetch.take(1).status().code(), absl::StatusCode::kInternal);  // taken twice
 }
 
 TEST(OverlappedStepsTest, ReadsInForwardOrderAndPushesLastLayerFirstOncePerStep) {

@@ -20,6 +20,7 @@ ParameterPrefetch::~ParameterPrefetch() {
 
 void ParameterPrefetch::start(Before before) {
   absl::MutexLock lock(&mu_);
+  while (reading_ || request_.has_value()) changed_.Wait(&mu_);
   results_.assign(num_groups_, std::nullopt);
   request_ = std::move(before);
   changed_.SignalAll();
@@ -44,6 +45,7 @@ void ParameterPrefetch::loop() {
     if (!request_.has_value()) break;  // stop_ and no read asked for
     Before before = std::move(*request_);
     request_.reset();
+    reading_ = true;
     mu_.Unlock();
     absl::Status ready = before ? before() : absl::OkStatus();
     for (size_t g = 0; g < num_groups_; ++g) {
@@ -54,6 +56,8 @@ void ParameterPrefetch::loop() {
       changed_.SignalAll();
     }
     mu_.Lock();
+    reading_ = false;
+    changed_.SignalAll();
   }
   mu_.Unlock();
 }

@@ -37,8 +37,8 @@ class ParameterPrefetch {
   ParameterPrefetch(const ParameterPrefetch&) = delete;
   ParameterPrefetch& operator=(const ParameterPrefetch&) = delete;
 
-  // Starts a read of every group, after `before`. The previous read's
-  // groups must all have been taken.
+  // Starts a read of every group, after `before`, once the previous read
+  // has finished (its groups not taken are dropped).
   void start(Before before);
   // Waits for group `g` of the read started last and hands it over (once).
   [[nodiscard]] absl::StatusOr<std::vector<Tensor>> take(size_t g);
@@ -51,6 +51,7 @@ class ParameterPrefetch {
   absl::Mutex mu_;
   absl::CondVar changed_;
   std::optional<Before> request_ ABSL_GUARDED_BY(mu_);  // a read to start
+  bool reading_ ABSL_GUARDED_BY(mu_) = false;           // a read in progress
   std::vector<std::optional<absl::StatusOr<std::vector<Tensor>>>> results_ ABSL_GUARDED_BY(mu_);
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;
