@@ -106,6 +106,9 @@ demo: build
 bench: build
 	python3 bench/run_benchmarks.py --build-dir $(BUILD_DIR)
 	python3 bench/multihost_bench.py --build-dir $(BUILD_DIR)
+	python3 bench/multihost_bandwidth.py --build-dir $(BUILD_DIR)
+	python3 bench/overlap_bench.py --build-dir $(BUILD_DIR)
+	python3 bench/gemm_backend.py --build-dir $(BUILD_DIR)
 	python3 bench/train_vs_torch.py --build-dir $(BUILD_DIR)
 	python3 bench/python_torch_vs_rpc.py --build-dir $(BUILD_DIR)
 

@@ -176,6 +176,7 @@ absl::Status PsTraining::start(absl::Time start) {
   }
   settings.iterations = optimizer_->iterations().handle();
   settings.steps = options_.steps_per_execution;
+  settings.overlap = options_.overlap;
   PSFLOW_ASSIGN_OR_RETURN(PerWorkerDataset train_data,
                           coordinator_->create_per_worker_dataset(model_.dataset_function(),
                                                                   model_.dataset_args(options_)));
