@@ -106,6 +106,7 @@ bench: build
 	python3 bench/run_benchmarks.py --build-dir $(BUILD_DIR)
 	python3 bench/multihost_bench.py --build-dir $(BUILD_DIR)
 	python3 bench/train_vs_torch.py --build-dir $(BUILD_DIR)
+	python3 bench/embedding_fill.py --build-dir $(BUILD_DIR)
 
 format: deps
 	bash scripts/check-format.sh --fix
