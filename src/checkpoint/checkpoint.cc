@@ -134,7 +134,7 @@ absl::StatusOr<Prepared> prepare(const Checkpoint& ckpt) {
       internal::DynamicTable::Rows& rows = shards[t];
       internal::checkpoint::TableShardEntry e;
       e.task = static_cast<int>(t);
-      e.file = absl::StrCat(kPsJob, "-", t, ".safetensors");
+      e.file = absl::StrCat(av(kPsJob), "-", t, ".safetensors");
       e.rows = rows.keys.num_elements();
       e.clock = rows.clock;
       e.applies = rows.applies;
@@ -157,7 +157,7 @@ absl::StatusOr<Prepared> prepare(const Checkpoint& ckpt) {
       PSFLOW_RETURN_IF_ERROR(add(e.values, std::move(rows.values)));
       PSFLOW_RETURN_IF_ERROR(add(e.last_seen, std::move(rows.last_seen)));
       for (size_t j = 0; j < slot_names.size(); ++j) {
-        const std::string key = absl::StrCat(prefix, "/", slot_names[j]);
+        const std::string key = absl::StrCat(prefix, "/", av(slot_names[j]));
         PSFLOW_RETURN_IF_ERROR(add(key, std::move(rows.slots[j])));
         e.slots.emplace(std::string(slot_names[j]), key);
       }
@@ -380,7 +380,7 @@ absl::StatusOr<SavedTables> read_saved_tables(const std::string& path,
         auto it = e.slots.find(slot);
         PSFLOW_ASSIGN_OR_RETURN(
             Tensor tensor, part_tensor(contents, path, e.file, it->second, t.options.dtype,
-                                       {e.rows, dim}, absl::StrCat(what, " slot '", slot, "'")));
+                                       {e.rows, dim}, absl::StrCat(what, " slot '", av(slot), "'")));
         rows.slots.push_back(std::move(tensor));
       }
       if (absl::Status s = internal::DynamicTable::validate_import(unbounded, rows); !s.ok()) {
@@ -415,7 +415,7 @@ absl::StatusOr<SavedParts> read_saved_parts(const std::string& path, const Check
       s.state.slots.steps = p.steps;
       for (const auto& [slot, key] : p.slots) {
         PSFLOW_ASSIGN_OR_RETURN(Tensor t, part_tensor(contents, path, p.file, key, v.dtype, p.shape,
-                                                      absl::StrCat(what, " slot '", slot, "'")));
+                                                      absl::StrCat(what, " slot '", av(slot), "'")));
         s.state.slots.slots.emplace(slot, std::move(t));
       }
       if (absl::Status st = validate_optimizer_slots(s.state.slots, v.dtype, p.shape, p.key);
@@ -544,7 +544,9 @@ absl::Status restore_checkpoint(const Checkpoint& ckpt, const std::string& path)
     variables.push_back(optimizer->iterations());
     states.push_back({std::move(it)});
   }
-  if (!variables.empty()) PSFLOW_RETURN_IF_ERROR(internal::restore_variables(variables, states));
+  if (!variables.empty()) {
+    PSFLOW_RETURN_IF_ERROR(internal::restore_variables(variables, states));
+  }
   for (const auto& [table, shards] : tables) {
     PSFLOW_RETURN_IF_ERROR(internal::import_table_rows(table, shards));
   }

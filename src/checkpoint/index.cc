@@ -1,5 +1,6 @@
 #include "checkpoint/index.h"
 
+#include <initializer_list>
 #include <iterator>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -344,9 +345,9 @@ absl::StatusOr<TableEntry> parse_table(const Reader& r, const Json& j, size_t i,
     PSFLOW_ASSIGN_OR_RETURN(e.rows, r.integer(s, "rows", sw, 0, kMax));
     PSFLOW_ASSIGN_OR_RETURN(e.clock, r.integer(s, "clock", sw, 0, kMax));
     PSFLOW_ASSIGN_OR_RETURN(e.applies, r.integer(s, "applies", sw, 0, kMax));
-    for (auto [field, out] : {std::pair<const char*, std::string*>{"keys", &e.keys},
-                              {"values", &e.values},
-                              {"last_seen", &e.last_seen}}) {
+    using Field = std::pair<const char*, std::string*>;
+    for (const auto& [field, out] : std::initializer_list<Field>{
+             {"keys", &e.keys}, {"values", &e.values}, {"last_seen", &e.last_seen}}) {
       PSFLOW_ASSIGN_OR_RETURN(*out, r.string(s, field, sw));
       if (out->empty()) return r.error(sw, absl::StrCat("\"", field, "\" is empty"));
     }
@@ -362,7 +363,7 @@ absl::StatusOr<TableEntry> parse_table(const Reader& r, const Json& j, size_t i,
     for (std::string_view n : slot_names) same = same && e.slots.count(n) > 0;
     if (!same) {
       return r.error(sw, absl::StrCat("slots are not those of the table's optimizer '",
-                                      optimizer_name(t.options.optimizer.kind), "'"));
+                                      av(optimizer_name(t.options.optimizer.kind)), "'"));
     }
     t.shards.push_back(std::move(e));
   }

@@ -81,7 +81,7 @@ absl::Status DynamicTable::validate_import(const DynamicEmbeddingOptions& option
     if (!t.valid() || t.dtype() != DType::kFloat32 || t.rank() != 2 || t.dim(0) != n ||
         t.dim(1) != dim) {
       return absl::InvalidArgumentError(
-          absl::StrCat("the ", what, " must be float32 [", n, ", ", dim, "] (one row per key), not ",
+          absl::StrCat("the ", av(what), " must be float32 [", n, ", ", dim, "] (one row per key), not ",
                        t.valid() ? t.debug_string(0) : std::string("absent")));
     }
     return absl::OkStatus();
@@ -95,7 +95,7 @@ absl::Status DynamicTable::validate_import(const DynamicEmbeddingOptions& option
                      av(optimizer_name(options.optimizer.kind)), " keeps ", names.size()));
   }
   for (size_t i = 0; i < names.size(); ++i) {
-    s = check_rows(rows.slots[i], absl::StrCat("slot '", names[i], "'"));
+    s = check_rows(rows.slots[i], absl::StrCat("slot '", av(names[i]), "'"));
     if (!s.ok()) return s;
   }
   const Tensor& seen = rows.last_seen;

@@ -81,12 +81,15 @@ TEST(DynamicTableRowsTest, ExportThenImportReproducesEveryRow) {
     EXPECT_EQ(s.clock, 6);
     EXPECT_EQ(s.applies, 1);
     // The recency order follows the last-seen steps: at step 105 the rows
-    // last seen at step 1 (keys 4 and 5) expire, the others stay.
+    // last seen before step 5 (keys 1, 4, 5 at step 1, 2^20 at step 4)
+    // expire, those updated at step 6 (2, 3, -7) stay.
     (void)b->lookup(keys({}), 105, false);
-    EXPECT_EQ(b->stats().rows, 5);
-    EXPECT_EQ(b->stats().evicted_ttl, 2);
+    EXPECT_EQ(b->stats().rows, 3);
+    EXPECT_EQ(b->stats().evicted_ttl, 4);
     EXPECT_FALSE(b->find(4).has_value());
+    EXPECT_FALSE(b->find(int64_t{1} << 20).has_value());
     EXPECT_TRUE(b->find(3).has_value());
+    EXPECT_TRUE(b->find(-7).has_value());
   }
 }
 
@@ -163,7 +166,7 @@ TEST(DynamicTableRowsTest, ReshardSendsEveryRowToItsKeysTask) {
   auto s1 = make(o);
   std::vector<int64_t> all;
   for (int64_t key = -40; key < 60; ++key) {
-    (dynamic_key_task(key, 2) == 0 ? s0 : s1)->lookup(keys({key}), key + 40, false);
+    (void)(dynamic_key_task(key, 2) == 0 ? s0 : s1)->lookup(keys({key}), key + 40, false);
     all.push_back(key);
   }
   std::vector<DynamicTable::Rows> saved = {*s0->export_rows(int64_t{1} << 30),

@@ -8,6 +8,7 @@
 #include "optimizer/optimizer.h"
 #include "ps/client/variable_client.h"
 #include "ps/request/execute_batch.h"
+#include "psflow/status_macros.h"
 #include "strategy/dynamic_embedding_internal.h"
 
 namespace psflow::internal {
@@ -55,7 +56,7 @@ absl::StatusOr<std::vector<DynamicTable::Rows>> export_table_rows(const DynamicE
   std::vector<DynamicTable::Rows> out;
   for (size_t t = 0; t < results.size(); ++t) {
     std::vector<Tensor>& r = results[t];
-    auto bad = [&](std::string_view what) {
+    auto bad = [&](absl::string_view what) {
       return absl::InternalError(absl::StrCat("ps task ", t, " answered DE_EXPORT of table '",
                                               table.name(), "' wrongly: ", what,
                                               "; client and ps disagree on the protocol"));

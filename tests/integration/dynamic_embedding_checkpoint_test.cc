@@ -3,9 +3,12 @@
 // into 3 and into 1 with every row's values, slots and last-seen step
 // equal; lookups after a restore; a damaged checkpoint refused with the
 // table unchanged; a killed ps whose table comes back from the checkpoint.
+#include <unistd.h>
+
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <string>
@@ -13,6 +16,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "embedding/dynamic_table.h"
+#include "embedding/key_hash.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ps/client/variable_client.h"

@@ -66,7 +66,7 @@ absl::StatusOr<DynamicTable::Rows> import_rows_of(const VariableOpArgs& op,
       op.slot_names.back() != kLastSeenSlot ||
       !std::equal(names.begin(), names.end(), op.slot_names.begin())) {
     std::string want;
-    for (std::string_view n : names) absl::StrAppend(&want, "'", n, "', ");
+    for (std::string_view n : names) absl::StrAppend(&want, "'", av(n), "', ");
     return absl::InvalidArgumentError(absl::StrCat(
         "DE_IMPORT carries ", op.slots.size(), " tensors named [", absl::StrJoin(op.slot_names, ", "),
         "]; a table with the ", av(optimizer_name(options.optimizer.kind)),
