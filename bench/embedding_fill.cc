@@ -4,7 +4,7 @@
 // 1.5x key + value + slots). Run by bench/embedding_fill.py (`make bench`),
 // never by ctest: it takes minutes and gigabytes.
 //
-//   build/bench/embedding_fill --rows=20000000 --num_ps=2 --dim=16 \
+//   build/bench-tools/embedding_fill --rows=20000000 --num_ps=2 --dim=16
 //       --optimizer=adagrad --batch=65536 --json=out.json
 //
 // Prints progress (rows, rows/s, each ps's RSS) to stderr, and writes the

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "embedding/dynamic_table.h"
 #include "embedding/key_hash.h"
 #include "gmock/gmock.h"
@@ -22,6 +23,7 @@
 #include "ps/client/variable_client.h"
 #include "psflow/checkpoint.h"
 #include "psflow/local_cluster.h"
+#include "rpc/channel.h"
 #include "strategy/dynamic_embedding_internal.h"
 #include "strategy/dynamic_embedding_rows.h"
 
@@ -201,10 +203,11 @@ TEST_F(DynamicEmbeddingCheckpointTest, DamagedCheckpointIsRefusedWithTheTableUnc
     std::ifstream in(index);
     text.assign(std::istreambuf_iterator<char>(in), {});
   }
-  const size_t at = text.find("\"rows\":");
+  const std::string rows_field = "\"rows\": ";
+  const size_t at = text.find(rows_field);
   ASSERT_NE(at, std::string::npos);
   std::string bad = text;
-  bad.insert(at + 7, "1");
+  bad.insert(at + rows_field.size(), "1");
   std::ofstream(index, std::ios::trunc) << bad;
   absl::Status s = checkpoint_of(t).restore(path);
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
@@ -231,8 +234,13 @@ TEST_F(DynamicEmbeddingCheckpointTest, KilledPsGetsItsRowsBackFromTheCheckpoint)
   ASSERT_TRUE(checkpoint_of(t).save(path).ok());
   ASSERT_TRUE(cluster_->signal_task("ps", 2, SIGKILL).ok());
   ASSERT_TRUE(cluster_->wait_for_restart("ps", 2, 1, absl::Seconds(60)).ok());
-  // The restarted ps holds no table until the restore makes it again
-  // (the client retries while the ps comes up).
+  absl::StatusOr<std::string> address = cluster_->cluster_spec().task_address("ps", 2);
+  ASSERT_TRUE(address.ok());
+  ASSERT_TRUE(
+      wait_for_healthy(*address, task_name("ps", 2), absl::Now() + absl::Seconds(60)).ok());
+  // The restarted ps holds no table until the restore makes it again.
+  absl::StatusOr<std::vector<DynamicTable::Rows>> lost = export_table_rows(t);
+  EXPECT_FALSE(lost.ok());
   absl::Status restored = checkpoint_of(t).restore(path);
   ASSERT_TRUE(restored.ok()) << restored;
   EXPECT_EQ(rows(t), saved);
