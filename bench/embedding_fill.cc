@@ -11,8 +11,8 @@
 // figures as results.json entries to --json.
 #include <unistd.h>
 
-#include <cstdio>
 #include <algorithm>
+#include <cstdio>
 #include <exception>
 #include <fstream>
 #include <memory>
@@ -123,15 +123,14 @@ int run(const Flags& flags) {
   std::vector<std::shared_ptr<VariableClient>> clients;
   std::vector<pid_t> pids;
   for (int i = 0; i < num_ps; ++i) {
-    clients.push_back(make_grpc_variable_client(
-        *(*cluster)->cluster_spec().task_address("ps", i), task_name("ps", i)));
+    clients.push_back(make_grpc_variable_client(*(*cluster)->cluster_spec().task_address("ps", i),
+                                                task_name("ps", i)));
     pids.push_back(*(*cluster)->pid("ps", i));
   }
   DynamicEmbeddingOptions o;
   o.dim = flags.dim;
   o.seed = 20;
-  absl::StatusOr<OptimizerConfig::Kind> kind =
-      optimizer_kind_from_name(flags.optimizer);
+  absl::StatusOr<OptimizerConfig::Kind> kind = optimizer_kind_from_name(flags.optimizer);
   if (!kind.ok()) {
     std::fprintf(stderr, "%s\n", kind.status().ToString().c_str());
     return 1;
@@ -141,8 +140,7 @@ int run(const Flags& flags) {
   // Before the table: what the ps processes take empty.
   int64_t rss_empty = 0;
   for (pid_t p : pids) rss_empty += rss_bytes(p);
-  absl::StatusOr<DynamicEmbedding> table =
-      DynamicEmbeddingAccess::create("fill", o, clients);
+  absl::StatusOr<DynamicEmbedding> table = DynamicEmbeddingAccess::create("fill", o, clients);
   if (!table.ok()) {
     std::fprintf(stderr, "create: %s\n", table.status().ToString().c_str());
     return 1;
@@ -164,7 +162,8 @@ int run(const Flags& flags) {
     const int64_t n = std::min(batch, total - done);
     keys.resize(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i) {
-      keys[static_cast<size_t>(i)] = static_cast<int64_t>(static_cast<uint64_t>(done + i) * kSpread);
+      keys[static_cast<size_t>(i)] =
+          static_cast<int64_t>(static_cast<uint64_t>(done + i) * kSpread);
     }
     absl::StatusOr<Tensor> rows = table->lookup(Tensor::from_vector(keys, {n}), step);
     if (!rows.ok()) {
@@ -204,10 +203,10 @@ int run(const Flags& flags) {
                static_cast<double>(rss_empty) / (1 << 20), rss_per_row, rss_per_row / raw, raw,
                table_per_row, table_per_row / raw);
   const std::string prefix = absl::StrCat("embedding_fill/", o.dim, "/", num_ps, "ps/");
-  const std::string raw_baseline =
-      absl::StrCat(", \"baseline_name\": \"raw key + value + slots + last seen\", "
-                   "\"baseline_value\": ",
-                   raw);
+  const std::string raw_baseline = absl::StrCat(
+      ", \"baseline_name\": \"raw key + value + slots + last seen\", "
+      "\"baseline_value\": ",
+      raw);
   std::vector<std::string> entries = {
       json_entry(prefix + "live_rows", live, "rows"),
       json_entry(prefix + "rows_per_s", live / seconds, "rows/s"),

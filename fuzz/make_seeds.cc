@@ -127,9 +127,9 @@ void ps_execute() {
   DynamicEmbeddingOptions table;
   table.dim = 2;
   table.optimizer.kind = OptimizerConfig::Kind::kAdagrad;
-  VariableOpArgs import = op(v1::VariableOp::DE_IMPORT, "t",
-                             Tensor::from_vector<float>({1, 2, 3, 4}, {2, 2}),
-                             Tensor::from_vector<int64_t>({5, -9}, {2}));
+  VariableOpArgs import =
+      op(v1::VariableOp::DE_IMPORT, "t", Tensor::from_vector<float>({1, 2, 3, 4}, {2, 2}),
+         Tensor::from_vector<int64_t>({5, -9}, {2}));
   import.table = internal::table_options_to_bytes(table);
   import.slot_names = {"accumulator", "last_seen"};
   import.slots = {Tensor::from_vector<float>({0.1f, 0.1f, 0.1f, 0.1f}, {2, 2}),

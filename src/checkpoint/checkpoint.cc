@@ -146,9 +146,9 @@ absl::StatusOr<Prepared> prepare(const Checkpoint& ckpt) {
       std::set<std::string>& used = keys[e.file];
       auto add = [&](const std::string& key, Tensor tensor) -> absl::Status {
         if (!used.insert(key).second) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              "tensor key '", key, "' would appear twice in ", e.file,
-              "; rename the checkpoint's variables or tables"));
+          return absl::InvalidArgumentError(
+              absl::StrCat("tensor key '", key, "' would appear twice in ", e.file,
+                           "; rename the checkpoint's variables or tables"));
         }
         file.push_back({key, std::move(tensor)});
         return absl::OkStatus();
@@ -347,8 +347,7 @@ absl::StatusOr<Contents> read_contents(const std::string& path, const Checkpoint
 // Every saved table's shards as the files hold them, each checked as a
 // shard's rows (tensors of the dtype and shape the index gives, distinct
 // keys, last-seen steps within the clock), and no key in two shards.
-absl::StatusOr<SavedTables> read_saved_tables(const std::string& path,
-                                              const CheckpointIndex& index,
+absl::StatusOr<SavedTables> read_saved_tables(const std::string& path, const CheckpointIndex& index,
                                               const Contents& contents) {
   const std::string index_path =
       (fs::path(path) / std::string(internal::checkpoint::kIndexFileName)).string();
@@ -370,17 +369,18 @@ absl::StatusOr<SavedTables> read_saved_tables(const std::string& path,
       rows.applies = e.applies;
       PSFLOW_ASSIGN_OR_RETURN(rows.keys, part_tensor(contents, path, e.file, e.keys, DType::kInt64,
                                                      {e.rows}, what + " keys"));
-      PSFLOW_ASSIGN_OR_RETURN(rows.last_seen,
-                              part_tensor(contents, path, e.file, e.last_seen, DType::kInt64,
-                                          {e.rows}, what + " last_seen"));
-      PSFLOW_ASSIGN_OR_RETURN(rows.values,
-                              part_tensor(contents, path, e.file, e.values, t.options.dtype,
-                                          {e.rows, dim}, what + " values"));
+      PSFLOW_ASSIGN_OR_RETURN(
+          rows.last_seen, part_tensor(contents, path, e.file, e.last_seen, DType::kInt64, {e.rows},
+                                      what + " last_seen"));
+      PSFLOW_ASSIGN_OR_RETURN(
+          rows.values, part_tensor(contents, path, e.file, e.values, t.options.dtype, {e.rows, dim},
+                                   what + " values"));
       for (std::string_view slot : internal::optimizer_slot_names(t.options.optimizer.kind)) {
         auto it = e.slots.find(slot);
         PSFLOW_ASSIGN_OR_RETURN(
-            Tensor tensor, part_tensor(contents, path, e.file, it->second, t.options.dtype,
-                                       {e.rows, dim}, absl::StrCat(what, " slot '", av(slot), "'")));
+            Tensor tensor,
+            part_tensor(contents, path, e.file, it->second, t.options.dtype, {e.rows, dim},
+                        absl::StrCat(what, " slot '", av(slot), "'")));
         rows.slots.push_back(std::move(tensor));
       }
       if (absl::Status s = internal::DynamicTable::validate_import(unbounded, rows); !s.ok()) {
@@ -414,8 +414,9 @@ absl::StatusOr<SavedParts> read_saved_parts(const std::string& path, const Check
       s.state.slots.optimizer = p.optimizer;
       s.state.slots.steps = p.steps;
       for (const auto& [slot, key] : p.slots) {
-        PSFLOW_ASSIGN_OR_RETURN(Tensor t, part_tensor(contents, path, p.file, key, v.dtype, p.shape,
-                                                      absl::StrCat(what, " slot '", av(slot), "'")));
+        PSFLOW_ASSIGN_OR_RETURN(Tensor t,
+                                part_tensor(contents, path, p.file, key, v.dtype, p.shape,
+                                            absl::StrCat(what, " slot '", av(slot), "'")));
         s.state.slots.slots.emplace(slot, std::move(t));
       }
       if (absl::Status st = validate_optimizer_slots(s.state.slots, v.dtype, p.shape, p.key);
@@ -608,8 +609,8 @@ absl::StatusOr<Checkpoint> Checkpoint::create(std::map<std::string, ShardedVaria
   PSFLOW_ASSIGN_OR_RETURN(Checkpoint out, create(std::move(variables), std::move(optimizer)));
   for (const auto& [name, t] : tables) {
     if (name.empty() || !internal::validate_key(name).ok()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "checkpoint table names must be non-empty UTF-8 strings; got '", name, "'"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("checkpoint table names must be non-empty UTF-8 strings; got '", name, "'"));
     }
     if (!t.valid()) {
       return absl::InvalidArgumentError(

@@ -299,8 +299,7 @@ absl::StatusOr<DynamicEmbeddingOptions> parse_table_options(const Reader& r, con
     }
   }
   if (!known) {
-    return r.error(where,
-                   absl::StrCat("initializer '", init, "' is not zeros, uniform or normal"));
+    return r.error(where, absl::StrCat("initializer '", init, "' is not zeros, uniform or normal"));
   }
   PSFLOW_ASSIGN_OR_RETURN(o.init_scale, r.number(j, "init_scale", where));
   PSFLOW_ASSIGN_OR_RETURN(const Json* opt, r.field(j, "optimizer", where));
@@ -333,10 +332,12 @@ absl::StatusOr<TableEntry> parse_table(const Reader& r, const Json& j, size_t i,
     const std::string sw = absl::StrCat(where, ".shards[", k, "]");
     if (!s.is_object()) return r.error(sw, "is not an object");
     TableShardEntry e;
-    PSFLOW_ASSIGN_OR_RETURN(int64_t task, r.integer(s, "task", sw, 0, std::numeric_limits<int>::max()));
+    PSFLOW_ASSIGN_OR_RETURN(int64_t task,
+                            r.integer(s, "task", sw, 0, std::numeric_limits<int>::max()));
     e.task = static_cast<int>(task);
     if (e.task != static_cast<int>(k)) {
-      return r.error(sw, absl::StrCat("task ", e.task, " is not ", k, " (shards are in task order)"));
+      return r.error(sw,
+                     absl::StrCat("task ", e.task, " is not ", k, " (shards are in task order)"));
     }
     PSFLOW_ASSIGN_OR_RETURN(e.file, r.string(s, "file", sw));
     if (index.find_file(e.file) == nullptr) {

@@ -80,9 +80,9 @@ absl::Status DynamicTable::validate_import(const DynamicEmbeddingOptions& option
   auto check_rows = [&](const Tensor& t, std::string_view what) -> absl::Status {
     if (!t.valid() || t.dtype() != DType::kFloat32 || t.rank() != 2 || t.dim(0) != n ||
         t.dim(1) != dim) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("the ", av(what), " must be float32 [", n, ", ", dim, "] (one row per key), not ",
-                       t.valid() ? t.debug_string(0) : std::string("absent")));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the ", av(what), " must be float32 [", n, ", ", dim, "] (one row per key), not ",
+          t.valid() ? t.debug_string(0) : std::string("absent")));
     }
     return absl::OkStatus();
   };
@@ -106,8 +106,8 @@ absl::Status DynamicTable::validate_import(const DynamicEmbeddingOptions& option
                      seen.valid() ? seen.debug_string(0) : std::string("absent")));
   }
   if (rows.clock < 0 || rows.clock > kMaxStep || rows.applies < 0 || rows.applies > kMaxStep) {
-    return absl::InvalidArgumentError(absl::StrCat("clock ", rows.clock, " and applies ",
-                                                   rows.applies, " must be in [0, 2^62]"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("clock ", rows.clock, " and applies ", rows.applies, " must be in [0, 2^62]"));
   }
   if (options.capacity_per_shard > 0 && n > options.capacity_per_shard) {
     return absl::InvalidArgumentError(absl::StrCat(

@@ -113,8 +113,8 @@ absl::StatusOr<DynamicEmbedding> DynamicEmbedding::get_variable(
                             internal::find_client(lookup, "ps", task));
     clients.push_back(std::move(client));
   }
-  PSFLOW_ASSIGN_OR_RETURN(DynamicEmbedding table, DynamicEmbeddingAccess::create(
-                                                      name, options, std::move(clients)));
+  PSFLOW_ASSIGN_OR_RETURN(DynamicEmbedding table,
+                          DynamicEmbeddingAccess::create(name, options, std::move(clients)));
   absl::MutexLock lock(&strategy.tables_mu_);
   strategy.tables_.insert_or_assign(std::move(name), table);
   return table;

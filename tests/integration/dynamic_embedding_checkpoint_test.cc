@@ -11,6 +11,7 @@
 #include <iterator>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,7 +23,9 @@
 #include "gtest/gtest.h"
 #include "ps/client/variable_client.h"
 #include "psflow/checkpoint.h"
+#include "psflow/cluster_resolver.h"
 #include "psflow/local_cluster.h"
+#include "psflow/strategy.h"
 #include "rpc/channel.h"
 #include "strategy/dynamic_embedding_internal.h"
 #include "strategy/dynamic_embedding_rows.h"
@@ -236,14 +239,83 @@ TEST_F(DynamicEmbeddingCheckpointTest, KilledPsGetsItsRowsBackFromTheCheckpoint)
   ASSERT_TRUE(cluster_->wait_for_restart("ps", 2, 1, absl::Seconds(60)).ok());
   absl::StatusOr<std::string> address = cluster_->cluster_spec().task_address("ps", 2);
   ASSERT_TRUE(address.ok());
-  ASSERT_TRUE(
-      wait_for_healthy(*address, task_name("ps", 2), absl::Now() + absl::Seconds(60)).ok());
+  ASSERT_TRUE(wait_for_healthy(*address, task_name("ps", 2), absl::Now() + absl::Seconds(60)).ok());
   // The restarted ps holds no table until the restore makes it again.
   absl::StatusOr<std::vector<DynamicTable::Rows>> lost = export_table_rows(t);
   EXPECT_FALSE(lost.ok());
   absl::Status restored = checkpoint_of(t).restore(path);
   ASSERT_TRUE(restored.ok()) << restored;
   EXPECT_EQ(rows(t), saved);
+}
+
+// The generic path: every table made through a strategy is in the
+// checkpoint of strategy->dynamic_embeddings(), saved and restored by a
+// CheckpointManager beside the dense variables (what `psflow train` does).
+TEST(DynamicEmbeddingStrategyCheckpointTest, StrategyTablesAreSavedWithTheModel) {
+  LocalClusterOptions cluster_options;
+  cluster_options.num_ps = 2;
+  cluster_options.num_workers = 1;  // a strategy needs one
+  cluster_options.binary_path = PSFLOW_BINARY_PATH;
+  absl::StatusOr<std::unique_ptr<LocalCluster>> cluster = LocalCluster::start(cluster_options);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  absl::StatusOr<std::unique_ptr<ParameterServerStrategy>> strategy =
+      ParameterServerStrategy::create(
+          SimpleClusterResolver((*cluster)->cluster_spec(), "chief", 0));
+  ASSERT_TRUE(strategy.ok()) << strategy.status();
+  absl::StatusOr<ShardedVariable> w =
+      (*strategy)->create_variable(Tensor::from_vector<float>({1, 2, 3, 4}, {2, 2}));
+  ASSERT_TRUE(w.ok()) << w.status();
+  const DynamicEmbeddingOptions o = options();
+  absl::StatusOr<DynamicEmbedding> table = DynamicEmbedding::get_variable(**strategy, "ids", o);
+  ASSERT_TRUE(table.ok()) << table.status();
+  const std::map<std::string, DynamicEmbedding> tables = (*strategy)->dynamic_embeddings();
+  ASSERT_EQ(tables.size(), 1u);
+  EXPECT_EQ(tables.begin()->first, "ids");
+  train(*table);
+  const fs::path dir =
+      fs::path(::testing::TempDir()) / absl::StrCat("de_ckpt_strategy_", ::getpid());
+  fs::remove_all(dir);
+  absl::StatusOr<Checkpoint> ckpt = Checkpoint::create({{"w", *w}}, std::nullopt, tables);
+  ASSERT_TRUE(ckpt.ok()) << ckpt.status();
+  absl::StatusOr<CheckpointManager> manager = CheckpointManager::create(*ckpt, dir.string(), 3);
+  ASSERT_TRUE(manager.ok()) << manager.status();
+  ASSERT_TRUE(manager->save().ok());
+  absl::StatusOr<std::vector<DynamicTable::Rows>> before = export_table_rows(*table);
+  ASSERT_TRUE(before.ok());
+
+  // Training goes on: a new row, updated rows, another dense value.
+  train(*table);
+  ASSERT_TRUE(table->lookup(keys_tensor({31337}), 10).ok());
+  ASSERT_TRUE(w->assign(Tensor::from_vector<float>({0, 0, 0, 0}, {2, 2})).ok());
+  absl::StatusOr<std::optional<std::string>> restored = manager->restore_or_initialize();
+  ASSERT_TRUE(restored.ok()) << restored.status();
+  ASSERT_TRUE(restored->has_value());
+  absl::StatusOr<std::vector<DynamicTable::Rows>> after = export_table_rows(*table);
+  ASSERT_TRUE(after.ok());
+  ASSERT_EQ(after->size(), before->size());
+  for (size_t t = 0; t < after->size(); ++t) {
+    const DynamicTable::Rows& a = (*after)[t];
+    const DynamicTable::Rows& b = (*before)[t];
+    ASSERT_EQ(a.keys.num_elements(), b.keys.num_elements());
+    // Same rows (the order may differ where last-seen steps tie).
+    std::map<int64_t, std::vector<float>> ra;
+    std::map<int64_t, std::vector<float>> rb;
+    const int64_t dim = o.dim;
+    for (int64_t i = 0; i < a.keys.num_elements(); ++i) {
+      ra[a.keys.flat<int64_t>()[static_cast<size_t>(i)]] =
+          std::vector<float>(a.slots[0].flat<float>().data() + i * dim,
+                             a.slots[0].flat<float>().data() + (i + 1) * dim);
+      rb[b.keys.flat<int64_t>()[static_cast<size_t>(i)]] =
+          std::vector<float>(b.slots[0].flat<float>().data() + i * dim,
+                             b.slots[0].flat<float>().data() + (i + 1) * dim);
+    }
+    EXPECT_EQ(ra, rb);
+    EXPECT_EQ(a.applies, b.applies);
+  }
+  absl::StatusOr<Tensor> value = w->read_value();
+  ASSERT_TRUE(value.ok());
+  EXPECT_EQ(value->flat<float>()[3], 4.0f);
+  fs::remove_all(dir);
 }
 
 }  // namespace

@@ -67,10 +67,11 @@ absl::StatusOr<DynamicTable::Rows> import_rows_of(const VariableOpArgs& op,
       !std::equal(names.begin(), names.end(), op.slot_names.begin())) {
     std::string want;
     for (std::string_view n : names) absl::StrAppend(&want, "'", av(n), "', ");
-    return absl::InvalidArgumentError(absl::StrCat(
-        "DE_IMPORT carries ", op.slots.size(), " tensors named [", absl::StrJoin(op.slot_names, ", "),
-        "]; a table with the ", av(optimizer_name(options.optimizer.kind)),
-        " optimizer needs ", want, "'last_seen' in that order"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("DE_IMPORT carries ", op.slots.size(), " tensors named [",
+                     absl::StrJoin(op.slot_names, ", "), "]; a table with the ",
+                     av(optimizer_name(options.optimizer.kind)), " optimizer needs ", want,
+                     "'last_seen' in that order"));
   }
   DynamicTable::Rows rows;
   rows.keys = op.ids;

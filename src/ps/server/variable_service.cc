@@ -1,7 +1,6 @@
 #include "ps/server/variable_service.h"
 
 #include <algorithm>
-
 #include <cstdint>
 #include <exception>
 #include <new>
@@ -104,7 +103,8 @@ Estimate estimate(const ExecuteBatch& batch, const VariableStore& store) {
       }
       case Op::DE_IMPORT:
         // The decoded tensors are copied into the table's rows.
-        e.work_bytes = saturating_add(e.work_bytes, 2 * (op.value.valid() ? op.value.byte_size() : 0));
+        e.work_bytes =
+            saturating_add(e.work_bytes, 2 * (op.value.valid() ? op.value.byte_size() : 0));
         break;
       case Op::APPLY_DENSE:
       case Op::APPLY_SPARSE:
