@@ -41,24 +41,27 @@ absl::StatusOr<DynamicTable::Rows> DynamicTable::export_rows(int64_t max_bytes) 
   float* values = out.values.mutable_flat<float>().data();
   std::vector<float*> slots;
   for (Tensor& t : out.slots) slots.push_back(t.mutable_flat<float>().data());
-  int64_t i = 0;
-  auto copy = [&](uint32_t r) {
-    const float* from = row(r);
-    keys[i] = meta(r).key;
-    seen[i] = meta(r).last_seen;
-    std::memcpy(values + i * dim, from, static_cast<size_t>(dim) * sizeof(float));
-    for (size_t s = 0; s < slots.size(); ++s) {
-      std::memcpy(slots[s] + i * dim, from + static_cast<int64_t>(s + 1) * dim,
-                  static_cast<size_t>(dim) * sizeof(float));
-    }
-    ++i;
-  };
+  // The rows in recency order (index order without an eviction rule).
+  std::vector<uint32_t> order;
+  order.reserve(static_cast<size_t>(n));
   if (options_.ttl_steps > 0 || options_.capacity_per_shard > 0) {
-    for (uint32_t r = front_; r != kNil && i < n; r = meta(r).next) copy(r);
+    for (uint32_t r = front_; r != kNil && order.size() < static_cast<size_t>(n);
+         r = meta(r).next) {
+      order.push_back(r);
+    }
   } else {
-    for (const auto& [key, r] : index_) {
-      if (i >= n) break;
-      copy(r);
+    for (const auto& [key, r] : index_) order.push_back(r);
+  }
+  const int64_t i = static_cast<int64_t>(order.size());
+  for (int64_t j = 0; j < i && j < n; ++j) {
+    const uint32_t r = order[static_cast<size_t>(j)];
+    const float* from = row(r);
+    keys[j] = meta(r).key;
+    seen[j] = meta(r).last_seen;
+    std::memcpy(values + j * dim, from, static_cast<size_t>(dim) * sizeof(float));
+    for (size_t s = 0; s < slots.size(); ++s) {
+      std::memcpy(slots[s] + j * dim, from + static_cast<int64_t>(s + 1) * dim,
+                  static_cast<size_t>(dim) * sizeof(float));
     }
   }
   if (i != n) {
