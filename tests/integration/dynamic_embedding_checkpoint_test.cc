@@ -22,6 +22,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ps/client/variable_client.h"
+#include "ps/request/execute_batch.h"
 #include "psflow/checkpoint.h"
 #include "psflow/cluster_resolver.h"
 #include "psflow/local_cluster.h"
@@ -246,6 +247,54 @@ TEST_F(DynamicEmbeddingCheckpointTest, KilledPsGetsItsRowsBackFromTheCheckpoint)
   absl::Status restored = checkpoint_of(t).restore(path);
   ASSERT_TRUE(restored.ok()) << restored;
   EXPECT_EQ(rows(t), saved);
+}
+
+// DE_IMPORT straight to a ps: every malformed request is refused naming
+// the problem, the ps stays up and the shard keeps its rows.
+TEST_F(DynamicEmbeddingCheckpointTest, PsRefusesBadImportsAndKeepsItsRows) {
+  const DynamicEmbeddingOptions o = options();
+  DynamicEmbedding t = create("bad_import", o, 1);
+  ASSERT_TRUE(t.lookup(keys_tensor({10, 20, 30}), 1).ok());
+  const RowMap before = rows(t);
+  auto import = [&](std::vector<int64_t> keys, int64_t rows_n, std::vector<std::string> names,
+                    int64_t clock) {
+    VariableOpArgs op;
+    op.kind = v1::VariableOp::DE_IMPORT;
+    op.variable = "bad_import";
+    op.table = table_options_to_bytes(o);
+    op.ids = keys_tensor(keys);
+    const auto floats = [&] {
+      return Tensor::from_vector(std::vector<float>(static_cast<size_t>(rows_n * o.dim), 0.5f),
+                                 {rows_n, o.dim});
+    };
+    op.value = floats();
+    op.slot_names = std::move(names);
+    for (const std::string& n : op.slot_names) {
+      op.slots.push_back(
+          n == "last_seen"
+              ? Tensor::from_vector(std::vector<int64_t>(static_cast<size_t>(rows_n), 1), {rows_n})
+              : floats());
+    }
+    op.step = clock;
+    ExecuteBatch batch;
+    batch.ops.push_back(std::move(op));
+    return (*clients_)[0]
+        ->execute_batch(std::move(batch), absl::Now() + absl::Seconds(30))
+        .status();
+  };
+  const std::vector<std::string> good = {"accumulator", "last_seen"};
+  absl::Status s = import({1, 1}, 2, good, 5);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("key 1 appears twice"));
+  s = import({1, 2}, 3, good, 5);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("one row per key"));
+  s = import({1, 2}, 2, {"last_seen"}, 5);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("'accumulator', 'last_seen' in that order"));
+  s = import({1, 2}, 2, good, -1);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("clock -1"));
+  EXPECT_EQ(rows(t), before);
+  // A well-formed one replaces the rows.
+  EXPECT_TRUE(import({1, 2}, 2, good, 5).ok());
+  EXPECT_EQ(rows(t).size(), 2u);
 }
 
 // The generic path: every table made through a strategy is in the
