@@ -346,7 +346,8 @@ absl::StatusOr<Contents> read_contents(const std::string& path, const Checkpoint
 
 // Every saved table's shards as the files hold them, each checked as a
 // shard's rows (tensors of the dtype and shape the index gives, distinct
-// keys, last-seen steps within the clock), and no key in two shards.
+// keys, last-seen steps within the clock). A key saved in two shards is
+// found when the rows are regrouped for a restore (both land on one task).
 absl::StatusOr<SavedTables> read_saved_tables(const std::string& path, const CheckpointIndex& index,
                                               const Contents& contents) {
   const std::string index_path =
