@@ -111,6 +111,7 @@ bench: build
 	python3 bench/gemm_backend.py --build-dir $(BUILD_DIR)
 	python3 bench/train_vs_torch.py --build-dir $(BUILD_DIR)
 	python3 bench/python_torch_vs_rpc.py --build-dir $(BUILD_DIR)
+	python3 bench/embedding_fill.py --build-dir $(BUILD_DIR)
 
 format: deps
 	bash scripts/check-format.sh --fix

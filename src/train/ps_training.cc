@@ -48,7 +48,7 @@ class PsTraining final : public TrainingSession {
   absl::StatusOr<EpochLoop> epoch_loop() override {
     PSFLOW_RETURN_IF_ERROR(write_run_config(options_, model_));
     return EpochLoop::create(spec_, options_, model_.parameter_names(), variables_, *optimizer_,
-                             steps_per_epoch_);
+                             steps_per_epoch_, strategy_->dynamic_embeddings());
   }
 
   absl::StatusOr<EpochRun> train_epoch(int epoch, int64_t done_steps, int64_t* completed) override {
