@@ -3,9 +3,11 @@
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <string>
 
@@ -33,11 +35,45 @@ std::string signal_name(int signo) {
 // look again; nothing is due then).
 constexpr absl::Duration kIdleWait = absl::Hours(1);
 
+// The thread of the live SignalShutdown's watcher (0: none), and a signal
+// that came while there was none. Lock-free: the handler below reads them.
+std::atomic<pid_t> g_watcher_tid{0};
+std::atomic<int> g_pending_signal{0};
+static_assert(std::atomic<pid_t>::is_always_lock_free && std::atomic<int>::is_always_lock_free);
+
+// Sends a signal kept in g_pending_signal to the watcher, if there is one.
+// The exchange lets exactly one of the handler and a starting watcher send
+// it, so one signal is never taken for two.
+void deliver_pending_signal() {
+  const pid_t watcher = g_watcher_tid.load();
+  if (watcher == 0) return;
+  const int signo = g_pending_signal.exchange(0);
+  if (signo != 0) syscall(SYS_tgkill, getpid(), watcher, signo);
+}
+
+// Runs only on a thread that does not block the signals: one a shared
+// library started before main() blocked them (OpenBLAS's threaded build
+// starts its pool when it is loaded). The kernel may hand a process-wide
+// SIGTERM to such a thread; it is passed on to the watcher, which blocks it
+// and takes it with sigtimedwait(), as if it had come there.
+void forward_termination_signal(int signo) {
+  const int saved_errno = errno;
+  g_pending_signal.store(signo);
+  deliver_pending_signal();
+  errno = saved_errno;
+}
+
 }  // namespace
 
 void block_termination_signals() {
   const sigset_t set = termination_signals();
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  struct sigaction action = {};
+  action.sa_handler = &forward_termination_signal;
+  action.sa_flags = SA_RESTART;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGTERM, &action, nullptr);
+  sigaction(SIGINT, &action, nullptr);
 }
 
 SignalShutdown::SignalShutdown(absl::Duration stop_timeout)
@@ -48,6 +84,7 @@ SignalShutdown::~SignalShutdown() {
     absl::MutexLock lock(&mu_);
     closing_ = true;
   }
+  g_watcher_tid.store(0);
   // Wakes the sigtimedwait() below; it sees closing_ and returns.
   pthread_kill(watcher_.native_handle(), SIGTERM);
   watcher_.join();
@@ -62,6 +99,8 @@ std::optional<int> SignalShutdown::exit_code() const {
 
 void SignalShutdown::watch() {
   const sigset_t set = termination_signals();
+  g_watcher_tid.store(static_cast<pid_t>(syscall(SYS_gettid)));
+  deliver_pending_signal();            // One that came before this watcher existed.
   std::optional<absl::Time> deadline;  // Once the first signal came.
   // Bounded: each pass waits at most kIdleWait, and the process ends by
   // the deadline once a signal came.

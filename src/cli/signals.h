@@ -22,7 +22,9 @@ inline constexpr absl::Duration kDefaultStopTimeout = absl::Seconds(10);
 // Blocks SIGTERM and SIGINT in the calling thread. Call first thing in
 // main(), before any thread exists, so that every thread (gRPC's included)
 // inherits the mask and the signals wait for a SignalShutdown instead of
-// killing the process mid-write.
+// killing the process mid-write. Threads that shared libraries started
+// before main() do not inherit it; a handler installed here passes a signal
+// that reaches one of them on to the SignalShutdown.
 void block_termination_signals();
 
 // The exit status of a process stopped by `signo`: 128 + signo, as a shell
