@@ -70,6 +70,7 @@ class GrpcVariableClient final : public VariableClient {
       done(annotate(request_too_large(batch, size)));
       return;
     }
+    call->destinations = result_destinations(batch);
     call->done = std::move(done);
     configure_context(call->context, deadline);
     Call* raw = call.get();
@@ -86,8 +87,33 @@ class GrpcVariableClient final : public VariableClient {
     grpc::ClientContext context;
     grpc::ByteBuffer request;
     grpc::ByteBuffer response;
+    // Per result, where its payload should land (VariableOpArgs::result_buffer).
+    std::vector<std::shared_ptr<TensorBuffer>> destinations;
     BatchCallback done;
   };
+
+  // The result buffers of `batch`'s READ and GATHER ops in result order;
+  // empty when there are none, or when a SNAPSHOT (whose result count
+  // depends on the ps's state) makes the order unknown beforehand.
+  static std::vector<std::shared_ptr<TensorBuffer>> result_destinations(const ExecuteBatch& batch) {
+    std::vector<std::shared_ptr<TensorBuffer>> out;
+    bool any = false;
+    for (const VariableOpArgs& op : batch.ops) {
+      switch (op.kind) {
+        case v1::VariableOp::SNAPSHOT: return {};
+        case v1::VariableOp::READ:
+        case v1::VariableOp::GATHER:
+          any = any || op.result_buffer != nullptr;
+          out.push_back(op.result_buffer);
+          break;
+        case v1::VariableOp::DE_LOOKUP:
+        case v1::VariableOp::DE_STATS: out.emplace_back(); break;
+        default: break;
+      }
+    }
+    if (!any) out.clear();
+    return out;
+  }
 
   // RESOURCE_EXHAUSTED for a request over the message limit. When one op's
   // tensor alone is over it, splitting the batch cannot help: the variable
@@ -122,7 +148,7 @@ class GrpcVariableClient final : public VariableClient {
   void finish(Call* call, const grpc::Status& status) {
     absl::StatusOr<std::vector<Tensor>> results;
     if (status.ok()) {
-      results = decode_execute_response(call->response, limits_);
+      results = decode_execute_response(call->response, limits_, call->destinations);
       if (!results.ok()) {
         results = annotate(absl::InternalError(
             absl::StrCat("the ps sent an ExecuteResponse this client cannot read: ",
