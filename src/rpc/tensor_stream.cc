@@ -108,8 +108,7 @@ absl::Status TensorProtoReader::read_content(WireStream& stream, const WireStrea
   // The one copy of the payload; its size is bounded by the input's.
   PSFLOW_RETURN_IF_ERROR(budget_.charge(DecodeBudget::kTensorBytes + decoded));
   const bool float_payload = bfloat16 || fields_.dtype == static_cast<int32_t>(DType::kFloat32);
-  if (float_payload && destination_ != nullptr && destination_->size() == decoded &&
-      decoded > 0) {
+  if (float_payload && destination_ != nullptr && destination_->size() == decoded && decoded > 0) {
     content_ = destination_;
   } else {
     content_ = internal::allocate_buffer(decoded, /*zero_fill=*/false);

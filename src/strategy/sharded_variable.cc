@@ -411,8 +411,8 @@ absl::StatusOr<std::vector<Tensor>> read_values(absl::Span<const ShardedVariable
         int64_t part_elements = 1;
         for (const int64_t d : ps.shape) part_elements *= d;
         const size_t bytes = static_cast<size_t>(part_elements) * sizeof(float);
-        op.result_buffer = s.parts.size() == 1 ? whole[v]
-                                               : internal::sub_buffer(whole[v], offset, bytes);
+        op.result_buffer =
+            s.parts.size() == 1 ? whole[v] : internal::sub_buffer(whole[v], offset, bytes);
         offset += bytes;
       }
       landing[v].push_back(op.result_buffer);
@@ -448,8 +448,8 @@ absl::StatusOr<std::vector<Tensor>> read_values(absl::Span<const ShardedVariable
     if (landed && parts.size() > 1) {
       // Every part is in its rows of the whole buffer already.
       parts.clear();
-      PSFLOW_ASSIGN_OR_RETURN(Tensor joined, Tensor::from_buffer(var.dtype(), var.shape(),
-                                                                 std::move(whole[v])));
+      PSFLOW_ASSIGN_OR_RETURN(Tensor joined,
+                              Tensor::from_buffer(var.dtype(), var.shape(), std::move(whole[v])));
       out.push_back(std::move(joined));
       continue;
     }

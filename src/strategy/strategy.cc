@@ -116,10 +116,9 @@ absl::StatusOr<std::unique_ptr<ParameterServerStrategy>> internal::StrategyAcces
         " is not a VariablePlacement; use kFewestBytes or kRoundRobin"));
   }
   if (wire_dtype_name(options.wire_dtype) == "invalid") {
-    return absl::InvalidArgumentError(
-        absl::StrCat("ParameterServerStrategyOptions::wire_dtype ",
-                     static_cast<int>(options.wire_dtype),
-                     " is not a WireDType; use kFloat32 or kBFloat16"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "ParameterServerStrategyOptions::wire_dtype ", static_cast<int>(options.wire_dtype),
+        " is not a WireDType; use kFloat32 or kBFloat16"));
   }
   if (!factory) factory = grpc_client;
   std::vector<std::shared_ptr<VariableClient>> clients;

@@ -136,14 +136,15 @@ Structure VariableHandle::to_structure() const {
                                           {"shape", shape_structure(p.shape)},
                                           {"offset", p.offset}}));
   }
-  Structure::Fields fields = {{kMarker, kFormatVersion},
-       {"name", name},
-       {"dtype", std::string(dtype_name(dtype))},
-       {"shape", shape_structure(shape)},
-       {"parts", Structure::list(std::move(part_items))},
-       {"aggregation", std::string(variable_aggregation_name(aggregation))},
-       {"synchronization", std::string(variable_synchronization_name(synchronization))},
-       {"trainable", trainable}};
+  Structure::Fields fields = {
+      {kMarker, kFormatVersion},
+      {"name", name},
+      {"dtype", std::string(dtype_name(dtype))},
+      {"shape", shape_structure(shape)},
+      {"parts", Structure::list(std::move(part_items))},
+      {"aggregation", std::string(variable_aggregation_name(aggregation))},
+      {"synchronization", std::string(variable_synchronization_name(synchronization))},
+      {"trainable", trainable}};
   // Written only when set, so that builds before it read the handle.
   if (wire_dtype != WireDType::kFloat32) {
     fields.emplace("wire_dtype", std::string(wire_dtype_name(wire_dtype)));

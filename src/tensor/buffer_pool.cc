@@ -67,9 +67,8 @@ class SubBuffer final : public TensorBuffer {
 
 std::shared_ptr<TensorBuffer> sub_buffer(std::shared_ptr<TensorBuffer> parent, size_t offset,
                                          size_t size) {
-  PSFLOW_CHECK(offset <= parent->size() && size <= parent->size() - offset,
-               "sub_buffer [", offset, ", ", offset + size, ") outside a buffer of ",
-               parent->size(), " bytes");
+  PSFLOW_CHECK(offset <= parent->size() && size <= parent->size() - offset, "sub_buffer [", offset,
+               ", ", offset + size, ") outside a buffer of ", parent->size(), " bytes");
   return std::make_shared<SubBuffer>(std::move(parent), offset, size);
 }
 

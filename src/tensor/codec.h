@@ -26,8 +26,8 @@
 #include "absl/status/statusor.h"
 #include "psflow/structure.h"
 #include "psflow/tensor.h"
-#include "psflow/wire_dtype.h"
 #include "psflow/v1/tensor.pb.h"
+#include "psflow/wire_dtype.h"
 
 namespace psflow::internal {
 

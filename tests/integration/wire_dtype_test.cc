@@ -38,9 +38,9 @@ class WireDTypeIntegrationTest : public ::testing::Test {
   static std::unique_ptr<ParameterServerStrategy> make_strategy(WireDType wire) {
     ParameterServerStrategyOptions options;
     options.wire_dtype = wire;
-    return ok_value(ParameterServerStrategy::create(
-        SimpleClusterResolver(cluster_->cluster_spec(), "chief", 0),
-        ok_value(fixed_shards_partitioner(2)), options));
+    return ok_value(
+        ParameterServerStrategy::create(SimpleClusterResolver(cluster_->cluster_spec(), "chief", 0),
+                                        ok_value(fixed_shards_partitioner(2)), options));
   }
 
   // Fresh gRPC clients, as a worker process makes.
@@ -132,10 +132,10 @@ TEST_F(WireDTypeIntegrationTest, PullsLandInTheSameBufferStepAfterStep) {
 TEST(WireDTypeCliTest, TrainingWithBFloat16Learns) {
   const std::string run_dir = ::testing::TempDir() + "/psflow-train-bf16";
   std::filesystem::remove_all(run_dir);
-  TestProcess psflow({PSFLOW_BINARY_PATH, "train", "--num-ps", "1", "--num-workers", "2",
-                      "--epochs", "2", "--batch-size", "128", "--wire-dtype", "bfloat16",
-                      "--run-dir", run_dir},
-                     test_environment());
+  TestProcess psflow(
+      {PSFLOW_BINARY_PATH, "train", "--num-ps", "1", "--num-workers", "2", "--epochs", "2",
+       "--batch-size", "128", "--wire-dtype", "bfloat16", "--run-dir", run_dir},
+      test_environment());
   ASSERT_GT(psflow.pid(), 0);
   const std::string out = psflow.read_stdout(absl::Now() + absl::Seconds(300));
   ASSERT_EQ(psflow.wait_exit_code(absl::Now() + absl::Seconds(30)), 0)

@@ -16,8 +16,8 @@
 #include "ps/request/update_key.h"
 #include "psflow/dynamic_embedding_options.h"
 #include "psflow/tensor.h"
-#include "psflow/wire_dtype.h"
 #include "psflow/v1/variable.pb.h"
+#include "psflow/wire_dtype.h"
 
 namespace psflow::internal {
 

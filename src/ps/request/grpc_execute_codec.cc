@@ -266,8 +266,7 @@ absl::Status read_op(WireStream& stream, const WireStream::Field& message,
         }
         break;
       case kOpResultDtype: {
-        PSFLOW_RETURN_IF_ERROR(
-            stream.expect(field, "VariableOp.result_dtype", WireType::kVarint));
+        PSFLOW_RETURN_IF_ERROR(stream.expect(field, "VariableOp.result_dtype", WireType::kVarint));
         PSFLOW_ASSIGN_OR_RETURN(op->wire_dtype,
                                 result_wire_dtype(internal::int32_value(field.value)));
         break;

@@ -79,12 +79,11 @@ TEST_F(WireDTypeTest, PushedGradientsAreWidenedAndAppliedToFloat32) {
   apply.learning_rate = 1.0;
   batch.ops.push_back(apply);
   // The request carries 2 bytes per gradient element.
-  EXPECT_EQ(encode_execute_request(batch).Length() + 8,
-            [&] {
-              ExecuteBatch f32 = batch;
-              f32.ops[0].wire_dtype = WireDType::kFloat32;
-              return encode_execute_request(f32).Length();
-            }());
+  EXPECT_EQ(encode_execute_request(batch).Length() + 8, [&] {
+    ExecuteBatch f32 = batch;
+    f32.ops[0].wire_dtype = WireDType::kFloat32;
+    return encode_execute_request(f32).Length();
+  }());
   ASSERT_TRUE(round_trip(store_, batch).ok());
   // The gradient arrived as 1.0 (rounded); the master value kept its low bits.
   EXPECT_EQ(stored("w"), Tensor::from_vector<float>({kOffGrid - 1, 2, -kOffGrid, 3.5f}, {2, 2}));
