@@ -26,12 +26,15 @@
 namespace psflow::internal {
 namespace {
 
+using testing::test_environment;
+using testing::TestProcess;
+
 // Not bfloat16 values: rounding them shows.
 constexpr float kOffGrid = 1.0f + 0x1p-10f;
 
 class WireDTypeIntegrationTest : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() { start_suite_cluster(cluster_, 2, 0, PSFLOW_BINARY_PATH); }
+  static void SetUpTestSuite() { start_suite_cluster(cluster_, 2, 1, PSFLOW_BINARY_PATH); }
   static void TearDownTestSuite() { stop_suite_cluster(cluster_); }
   void SetUp() override { ASSERT_NE(cluster_, nullptr); }
 
