@@ -93,22 +93,41 @@ class GrpcVariableClient final : public VariableClient {
   };
 
   // The result buffers of `batch`'s READ and GATHER ops in result order;
-  // empty when there are none, or when a SNAPSHOT (whose result count
-  // depends on the ps's state) makes the order unknown beforehand.
+  // empty when there are none, or when an op whose result count is not
+  // known beforehand (SNAPSHOT: it depends on the ps's state; kinds newer
+  // than this list) makes the order unknown.
   static std::vector<std::shared_ptr<TensorBuffer>> result_destinations(const ExecuteBatch& batch) {
+    using Op = v1::VariableOp;
     std::vector<std::shared_ptr<TensorBuffer>> out;
     bool any = false;
     for (const VariableOpArgs& op : batch.ops) {
       switch (op.kind) {
-        case v1::VariableOp::SNAPSHOT: return {};
-        case v1::VariableOp::READ:
-        case v1::VariableOp::GATHER:
+        case Op::READ:
+        case Op::GATHER:
           any = any || op.result_buffer != nullptr;
           out.push_back(op.result_buffer);
           break;
-        case v1::VariableOp::DE_LOOKUP:
-        case v1::VariableOp::DE_STATS: out.emplace_back(); break;
-        default: break;
+        case Op::DE_LOOKUP:
+        case Op::DE_STATS: out.emplace_back(); break;
+        case Op::ASSIGN:
+        case Op::ASSIGN_ADD:
+        case Op::ASSIGN_SUB:
+        case Op::SCATTER_UPDATE:
+        case Op::SCATTER_ADD:
+        case Op::SCATTER_SUB:
+        case Op::SCATTER_MUL:
+        case Op::SCATTER_DIV:
+        case Op::SCATTER_MIN:
+        case Op::SCATTER_MAX:
+        case Op::APPLY_DENSE:
+        case Op::APPLY_SPARSE:
+        case Op::CREATE:
+        case Op::CREATE_IF_ABSENT:
+        case Op::DELETE:
+        case Op::RESTORE:
+        case Op::DE_CREATE:
+        case Op::DE_APPLY: break;  // no result
+        default: return {};
       }
     }
     if (!any) out.clear();
