@@ -18,7 +18,8 @@ docs/benchmarks.md is this output) and, with --json, writes them as an
 object. --keep leaves perf.data and the perf script text in --work-dir.
 
 Usage: step_profile.py --build-dir build [--batch-size 64] [--workers 2]
-       [--frequency 499] [--insecure] [--json out.json] [--work-dir DIR --keep]
+       [--frequency 499] [--insecure] [--wire-dtype bfloat16] [--json out.json]
+       [--work-dir DIR --keep]
 Needs: perf (Debian linux-perf); run as root or with
 kernel.perf_event_paranoid <= 1 to see the kernel's share.
 """
@@ -122,6 +123,8 @@ def parse_args(argv):
     p.add_argument("--work-dir", default=None)
     p.add_argument("--keep", action="store_true")
     p.add_argument("--timeout", type=float, default=600)
+    p.add_argument("--wire-dtype", default=None, choices=["float32", "bfloat16"],
+                   help="psflow train --wire-dtype (default: the binary's own default)")
     p.add_argument("--insecure", action="store_true",
                    help="psflow train --insecure: mTLS off (default: on, as psflow train)")
     p.add_argument("--reanalyze", default=None, metavar="DIR",
@@ -140,6 +143,8 @@ def record(args, work):
                "--batch-size", str(args.batch_size), "--num-workers", str(args.workers),
                "--num-ps", "1", "--epochs", "2", "--run-dir", run_dir,
                "--startup-timeout", "120"] + (["--insecure"] if args.insecure else [])
+    if args.wire_dtype:
+        command += ["--wire-dtype", args.wire_dtype]
     pids = {}
     window = []  # (monotonic time, steps done) of each progress line of epoch 2
     lines = []

@@ -66,6 +66,12 @@ void tensor_codec() {
   internal::structure_to_proto(dict, &structure_proto);
   write("tensor_codec", "proto_structure",
         std::string(1, '\3') + structure_proto.SerializeAsString());
+  // Float32 sent as bfloat16, through the byte decoder and the proto path.
+  std::string bf16;
+  internal::encode_tensor(Tensor::from_vector<float>({1.5f, -2, 1e30f, 0}, {2, 2}),
+                          WireDType::kBFloat16, &bf16);
+  write("tensor_codec", "tensor_bf16", std::string(1, '\0') + bf16);
+  write("tensor_codec", "proto_tensor_bf16", std::string(1, '\2') + bf16);
   // Deeper than the small limits allow (selector bit 2).
   write("tensor_codec", "structure_too_deep",
         std::string(1, '\5') + internal::encode_structure(nested(6)));
@@ -140,6 +146,24 @@ void ps_execute() {
   tables.ops.push_back(op(v1::VariableOp::DE_EXPORT, "t"));
   write("ps_execute", "tables", std::string(1, '\3') + flatten(encode_execute_request(tables)));
 
+  // Pulls and pushes as bfloat16.
+  ExecuteBatch bf16;
+  OptimizerConfig sgd;
+  bf16.optimizers.push_back(sgd);
+  VariableOpArgs read = op(v1::VariableOp::READ, "w");
+  read.wire_dtype = WireDType::kBFloat16;
+  bf16.ops.push_back(read);
+  VariableOpArgs push = op(v1::VariableOp::APPLY_DENSE, "w",
+                           Tensor::from_vector<float>({1, 2, 3, 4, 5, 6, 7, 8.5f}, {4, 2}));
+  push.learning_rate = 0.1;
+  push.wire_dtype = WireDType::kBFloat16;
+  bf16.ops.push_back(push);
+  write("ps_execute", "bf16", std::string(1, '\1') + flatten(encode_execute_request(bf16)));
+  write("ps_execute", "response_bf16",
+        std::string(1, '\x80') +
+            flatten(internal::encode_execute_response(
+                {Tensor::from_vector<float>({1, 2, 3}, {3}), Tensor::scalar(1.0f)},
+                {WireDType::kBFloat16, WireDType::kFloat32})));
   write("ps_execute", "response",
         std::string(1, '\x80') + flatten(internal::encode_execute_response(
                                      {Tensor::scalar(1.0f), Tensor::from_strings({"x"}, {1})})));

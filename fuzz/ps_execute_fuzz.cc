@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -80,6 +81,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       const std::string encoded = flatten(internal::encode_execute_response(*results));
       check(encoded.size() == internal::execute_response_size(*results));
       check(internal::decode_execute_response(sliced(encoded, 1), limits).ok());
+      // Decoded again into destination buffers (the reused receive buffers
+      // of pulls), one of each result's size: the same values.
+      std::vector<std::shared_ptr<TensorBuffer>> destinations;
+      for (const Tensor& t : *results) {
+        destinations.push_back(t.dtype() == DType::kFloat32 && t.byte_size() > 0
+                                   ? TensorBuffer::allocate(t.byte_size())
+                                   : nullptr);
+      }
+      absl::StatusOr<std::vector<Tensor>> landed =
+          internal::decode_execute_response(buffer, limits, destinations);
+      check(landed.ok() && landed->size() == results->size());
+      for (size_t i = 0; i < results->size(); ++i) {
+        check(internal::encode_tensor((*landed)[i]) == internal::encode_tensor((*results)[i]));
+      }
     }
     return 0;
   }
@@ -96,6 +111,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::vector<Tensor> ignored;
   check(internal::execute_variable_ops(store, setup, &ignored).ok());
   std::vector<Tensor> results;
-  (void)internal::execute_variable_ops(store, *batch, &results);
+  std::vector<WireDType> wire;
+  if (internal::execute_variable_ops(store, *batch, &results, &wire).ok()) {
+    // The response as sent, bfloat16 results included, reads back.
+    const grpc::ByteBuffer response = internal::encode_execute_response(results, wire);
+    check(response.Length() == internal::execute_response_size(results, wire));
+    check(internal::decode_execute_response(response, limits).ok());
+  }
   return 0;
 }

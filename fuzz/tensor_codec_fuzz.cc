@@ -5,6 +5,8 @@
 //            followed by tensor_from_proto / structure_from_proto (the
 //            path of gRPC methods with typed messages);
 //   bit 2:   small limits (depth 4, rank 3), to reach the limit checks.
+// DT_BFLOAT16 tensors (float32 sent with 2 bytes an element) decode to
+// float32 on every path; float32 tensors also round-trip as bfloat16.
 // What decodes must encode, decode again and encode to the same bytes.
 #include <cstddef>
 #include <cstdint>
@@ -26,6 +28,18 @@ void tensor_round_trip(const Tensor& tensor, const CodecLimits& limits) {
   absl::StatusOr<Tensor> again = internal::decode_tensor(bytes, limits);
   check(again.ok());
   check(internal::encode_tensor(*again) == bytes);
+  if (tensor.dtype() != DType::kFloat32) return;
+  // Sent as bfloat16, it decodes to float32 whose bfloat16 encoding is the
+  // same bytes (rounding is idempotent, NaNs stay NaNs).
+  std::string narrow;
+  internal::encode_tensor(tensor, WireDType::kBFloat16, &narrow);
+  check(narrow.size() == internal::encoded_size(tensor, WireDType::kBFloat16));
+  absl::StatusOr<Tensor> widened = internal::decode_tensor(narrow, limits);
+  check(widened.ok());
+  check(widened->dtype() == DType::kFloat32 && widened->shape() == tensor.shape());
+  std::string again_narrow;
+  internal::encode_tensor(*widened, WireDType::kBFloat16, &again_narrow);
+  check(again_narrow == narrow);
 }
 
 void structure_round_trip(const Structure& structure, const CodecLimits& limits) {

@@ -32,6 +32,7 @@
 #include "psflow/variable.h"
 #include "psflow/variable_handle.h"
 #include "psflow/variable_policy.h"
+#include "psflow/wire_dtype.h"
 
 namespace psflow {
 
@@ -82,6 +83,11 @@ struct VariableOptions {
   VariableSynchronization synchronization = VariableSynchronization::kAuto;
   // TF's `trainable`; unset means synchronization != kOnRead.
   std::optional<bool> trainable = std::nullopt;
+  // How a float32 variable's reads and gradient applies travel between
+  // workers and ps tasks (psflow/wire_dtype.h); unset means the strategy's
+  // ParameterServerStrategyOptions::wire_dtype (float32 outside a
+  // strategy). Kept in the variable's handle, so workers use it too.
+  std::optional<WireDType> wire_dtype = std::nullopt;
 };
 
 // Where ParameterServerStrategy puts each new variable, and each shard of
@@ -118,6 +124,9 @@ struct ParameterServerStrategyOptions {
   // variables (creation included).
   absl::Duration variable_timeout = kDefaultVariableTimeout;
   VariablePlacement placement = VariablePlacement::kFewestBytes;
+  // The wire dtype of variables created through this strategy that do not
+  // set VariableOptions::wire_dtype.
+  WireDType wire_dtype = WireDType::kFloat32;
 };
 
 // Makes `strategy` the thread's current strategy until destroyed; variables
@@ -238,6 +247,7 @@ class ParameterServerStrategy {
   const std::vector<std::shared_ptr<internal::VariableClient>> ps_clients_;
   const absl::Duration timeout_;
   const VariablePlacement placement_;
+  const WireDType wire_dtype_;
   mutable absl::Mutex mu_;
   // TF's extended._variable_count (variables and shards placed so far) and
   // the bytes placed on each task.

@@ -17,6 +17,7 @@
 #include "psflow/structure.h"
 #include "psflow/tensor.h"
 #include "psflow/variable_policy.h"
+#include "psflow/wire_dtype.h"
 
 namespace psflow {
 
@@ -54,6 +55,8 @@ struct VariableHandle {
   VariableAggregation aggregation = VariableAggregation::kNone;
   VariableSynchronization synchronization = VariableSynchronization::kAuto;
   bool trainable = true;
+  // VariableOptions' wire_dtype as resolved at creation.
+  WireDType wire_dtype = WireDType::kFloat32;
 
   // INVALID_ARGUMENT naming the first problem: no parts, a bad dtype or
   // shape, parts that differ from the full shape beyond axis 0, or offsets
@@ -66,7 +69,8 @@ struct VariableHandle {
   //    "shape": (10, 4), "parts": [{"job": "ps", "task": 0,
   //    "name": "w/part_0", "shape": (5, 4), "offset": 0}, ...],
   //    "aggregation": "SUM", "synchronization": "AUTO", "trainable": true}
-  // (the last three may be absent: NONE, AUTO, true).
+  // (the last three may be absent: NONE, AUTO, true), and "wire_dtype":
+  // "bfloat16" when not float32 (absent means float32).
   [[nodiscard]] Structure to_structure() const;
   // Inverse of to_structure. Treats its input as untrusted: every missing or
   // mistyped field is INVALID_ARGUMENT naming it, and the result is

@@ -537,6 +537,11 @@ void add_train_flags(CLI::App& app, TrainFlags& flags) {
                  "fewest_bytes (each variable or shard on the ps holding the fewest bytes) or "
                  "round_robin (TF's order, blind to sizes)")
       ->capture_default_str();
+  app.add_option("--wire-dtype", o.wire_dtype,
+                 "float32, or bfloat16: pulled parameters and pushed gradients travel as "
+                 "bfloat16 (half the bytes; the ps keeps float32 values and optimizer slots)")
+      ->check(CLI::IsMember({"float32", "bfloat16"}))
+      ->capture_default_str();
   app.add_option("--run-dir", o.run_dir, "Output directory (default: runs/<time>-<model>)");
   app.add_option("--checkpoint", o.checkpoint,
                  "Resume from this checkpoint, a name in <run-dir>/checkpoints (ckpt-200) or a "

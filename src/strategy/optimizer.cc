@@ -93,6 +93,8 @@ absl::Status add_dense(internal::RequestBatch& batch, const OptimizerConfig& con
     const auto shard = static_cast<int>(i);
     const internal::VariableState& part = VariableAccess::state(s.parts[i]);
     VariableOpArgs op = internal::make_op(Op::APPLY_DENSE, part);
+    // Sent as the variable's wire dtype; the ps widens it back to float32.
+    op.wire_dtype = part.policy.wire_dtype;
     op.value = s.parts.size() == 1 ? grad
                                    : grad.slice(s.layout.offset(shard),
                                                 s.layout.offset(shard) + s.layout.size(shard));
@@ -129,6 +131,7 @@ absl::Status add_sparse(internal::RequestBatch& batch, const OptimizerConfig& co
     if (routed.local_ids[i].empty()) continue;
     const internal::VariableState& part = VariableAccess::state(s.parts[i]);
     VariableOpArgs op = internal::make_op(Op::APPLY_SPARSE, part);
+    op.wire_dtype = part.policy.wire_dtype;
     op.ids = Tensor::from_vector<int64_t>(routed.local_ids[i]);
     op.value =
         s.parts.size() == 1 ? grad.values : internal::take_rows(grad.values, routed.positions[i]);

@@ -208,6 +208,7 @@ absl::StatusOr<ShardedVariable> ShardedVariable::from_handle(const VariableHandl
   policy.aggregation = handle.aggregation;
   policy.synchronization = handle.synchronization;
   policy.trainable = handle.trainable;
+  policy.wire_dtype = handle.wire_dtype;
   std::vector<Variable> parts;
   parts.reserve(handle.parts.size());
   for (const VariablePartHandle& p : handle.parts) {
@@ -245,6 +246,7 @@ VariableHandle ShardedVariable::handle() const {
   h.aggregation = state_->policy.aggregation;
   h.synchronization = state_->policy.synchronization;
   h.trainable = state_->policy.trainable;
+  h.wire_dtype = state_->policy.wire_dtype;
   for (size_t i = 0; i < state_->parts.size(); ++i) {
     const Variable& p = state_->parts[i];
     h.parts.push_back(
@@ -344,6 +346,7 @@ absl::StatusOr<Tensor> embedding_lookup(const ShardedVariable& params, const Ten
     if (routed.local_ids[i].empty()) continue;
     const internal::VariableState& part = VariableAccess::state(s.parts[i]);
     VariableOpArgs op = internal::make_op(Op::GATHER, part);
+    op.wire_dtype = part.policy.wire_dtype;
     op.ids = Tensor::from_vector<int64_t>(routed.local_ids[i]);
     gathers.emplace_back(i, batch.add(part, std::move(op)));
   }
@@ -375,13 +378,45 @@ absl::StatusOr<std::vector<Tensor>> read_values(absl::Span<const ShardedVariable
   internal::ReadCache* cache = internal::current_read_cache();
   std::vector<std::vector<int>> slots(variables.size());
   std::vector<std::vector<Tensor>> cached(variables.size());
+  // A float32 variable read whole lands in its pool's buffer, each part in
+  // its rows (internal::sub_buffer): no allocation and no concatenation
+  // per step once the previous step's value is let go.
+  std::vector<std::shared_ptr<TensorBuffer>> whole(variables.size());
+  std::vector<std::vector<std::shared_ptr<TensorBuffer>>> landing(variables.size());
   for (size_t v = 0; v < variables.size(); ++v) {
     PSFLOW_RETURN_IF_ERROR(internal::check_valid(variables[v]));
-    for (const Variable& part : variables[v].variables()) {
+    const ShardedState& s = VariableAccess::state(variables[v]);
+    bool any_cached = false;
+    for (const Variable& part : s.parts) {
       const internal::VariableState& ps = VariableAccess::state(part);
       std::optional<Tensor> hit = cache != nullptr ? cache->find(ps) : std::nullopt;
-      slots[v].push_back(hit.has_value() ? -1 : batch.add(ps, internal::make_op(Op::READ, ps)));
+      any_cached = any_cached || hit.has_value();
       cached[v].push_back(hit.has_value() ? *std::move(hit) : Tensor());
+    }
+    int64_t elements = 1;
+    for (const int64_t d : s.shape) elements *= d;
+    if (s.dtype == DType::kFloat32 && !any_cached && elements > 0 && s.receive != nullptr) {
+      whole[v] = s.receive->take(static_cast<size_t>(elements) * sizeof(float));
+    }
+    size_t offset = 0;
+    for (size_t i = 0; i < s.parts.size(); ++i) {
+      const internal::VariableState& ps = VariableAccess::state(s.parts[i]);
+      if (cached[v][i].valid()) {
+        slots[v].push_back(-1);
+        continue;
+      }
+      VariableOpArgs op = internal::make_op(Op::READ, ps);
+      op.wire_dtype = ps.policy.wire_dtype;
+      if (whole[v] != nullptr) {
+        int64_t part_elements = 1;
+        for (const int64_t d : ps.shape) part_elements *= d;
+        const size_t bytes = static_cast<size_t>(part_elements) * sizeof(float);
+        op.result_buffer =
+            s.parts.size() == 1 ? whole[v] : internal::sub_buffer(whole[v], offset, bytes);
+        offset += bytes;
+      }
+      landing[v].push_back(op.result_buffer);
+      slots[v].push_back(batch.add(ps, std::move(op)));
     }
   }
   PSFLOW_ASSIGN_OR_RETURN(std::vector<Tensor> results, batch.run());
@@ -391,6 +426,7 @@ absl::StatusOr<std::vector<Tensor>> read_values(absl::Span<const ShardedVariable
     const ShardedVariable& var = variables[v];
     std::vector<Tensor> parts;
     parts.reserve(slots[v].size());
+    bool landed = whole[v] != nullptr;
     for (size_t i = 0; i < slots[v].size(); ++i) {
       if (slots[v][i] < 0) {
         parts.push_back(cached[v][i]);
@@ -405,8 +441,17 @@ absl::StatusOr<std::vector<Tensor>> read_values(absl::Span<const ShardedVariable
             av(dtype_name(part.dtype())), " ", shape_string(part.shape()),
             "; the task holds a different variable under this name (re-created elsewhere?)"));
       }
+      landed = landed && t.buffer() == landing[v][i];
       if (cache != nullptr) t = cache->put(VariableAccess::state(part), t);
       parts.push_back(std::move(t));
+    }
+    if (landed && parts.size() > 1) {
+      // Every part is in its rows of the whole buffer already.
+      parts.clear();
+      PSFLOW_ASSIGN_OR_RETURN(Tensor joined,
+                              Tensor::from_buffer(var.dtype(), var.shape(), std::move(whole[v])));
+      out.push_back(std::move(joined));
+      continue;
     }
     out.push_back(parts.size() == 1 ? std::move(parts[0]) : internal::concat_rows(parts));
   }

@@ -115,6 +115,11 @@ absl::StatusOr<std::unique_ptr<ParameterServerStrategy>> internal::StrategyAcces
         "ParameterServerStrategyOptions::placement ", static_cast<int>(options.placement),
         " is not a VariablePlacement; use kFewestBytes or kRoundRobin"));
   }
+  if (wire_dtype_name(options.wire_dtype) == "invalid") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "ParameterServerStrategyOptions::wire_dtype ", static_cast<int>(options.wire_dtype),
+        " is not a WireDType; use kFloat32 or kBFloat16"));
+  }
   if (!factory) factory = grpc_client;
   std::vector<std::shared_ptr<VariableClient>> clients;
   for (int i = 0; i < spec.num_tasks(kPsJob); ++i) {
@@ -143,6 +148,7 @@ ParameterServerStrategy::ParameterServerStrategy(
       ps_clients_(std::move(ps_clients)),
       timeout_(options.variable_timeout),
       placement_(options.placement),
+      wire_dtype_(options.wire_dtype),
       load_(std::make_unique<internal::PsLoad>()),
       names_(std::make_unique<internal::NameRegistry>()) {
   load_->bytes.assign(ps_clients_.size(), 0);
@@ -178,6 +184,7 @@ absl::StatusOr<ShardedVariable> ParameterServerStrategy::create_impl(const Tenso
                           internal::describe_initial_value(value, init));
   const std::string base = base_name(options);
   PSFLOW_ASSIGN_OR_RETURN(internal::VariablePolicy policy, internal::policy_of(options, base));
+  policy.wire_dtype = options.wire_dtype.value_or(wire_dtype_);
   const internal::ThreadScopes& scopes = internal::thread_scopes();
   std::optional<ShardedVariable> colocate_with = std::move(options.colocate_with);
   if (!colocate_with.has_value() && scopes.colocation_owner == this) {

@@ -128,6 +128,12 @@ absl::StatusOr<VariablePolicy> policy_of(const VariableOptions& options, const s
   }
   policy.trainable =
       options.trainable.value_or(policy.synchronization != VariableSynchronization::kOnRead);
+  policy.wire_dtype = options.wire_dtype.value_or(WireDType::kFloat32);
+  if (wire_dtype_name(policy.wire_dtype) == "invalid") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Invalid wire dtype ", static_cast<int>(policy.wire_dtype),
+                     " for variable: ", name, "; use kFloat32 or kBFloat16 (WireDType)"));
+  }
   return policy;
 }
 

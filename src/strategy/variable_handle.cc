@@ -136,15 +136,20 @@ Structure VariableHandle::to_structure() const {
                                           {"shape", shape_structure(p.shape)},
                                           {"offset", p.offset}}));
   }
-  return Structure::dict(
-      {{kMarker, kFormatVersion},
-       {"name", name},
-       {"dtype", std::string(dtype_name(dtype))},
-       {"shape", shape_structure(shape)},
-       {"parts", Structure::list(std::move(part_items))},
-       {"aggregation", std::string(variable_aggregation_name(aggregation))},
-       {"synchronization", std::string(variable_synchronization_name(synchronization))},
-       {"trainable", trainable}});
+  Structure::Fields fields = {
+      {kMarker, kFormatVersion},
+      {"name", name},
+      {"dtype", std::string(dtype_name(dtype))},
+      {"shape", shape_structure(shape)},
+      {"parts", Structure::list(std::move(part_items))},
+      {"aggregation", std::string(variable_aggregation_name(aggregation))},
+      {"synchronization", std::string(variable_synchronization_name(synchronization))},
+      {"trainable", trainable}};
+  // Written only when set, so that builds before it read the handle.
+  if (wire_dtype != WireDType::kFloat32) {
+    fields.emplace("wire_dtype", std::string(wire_dtype_name(wire_dtype)));
+  }
+  return Structure::dict(std::move(fields));
 }
 
 bool VariableHandle::is_handle(const Structure& s) {
@@ -185,6 +190,12 @@ absl::StatusOr<VariableHandle> VariableHandle::from_structure(const Structure& s
     PSFLOW_ASSIGN_OR_RETURN(const Structure* t,
                             field(s, "trainable", Structure::Kind::kBool, "handle"));
     h.trainable = t->bool_value();
+  }
+  if (fields.contains("wire_dtype")) {
+    PSFLOW_ASSIGN_OR_RETURN(std::string w, string_field(s, "wire_dtype", "handle"));
+    auto parsed = wire_dtype_from_name(w);
+    if (!parsed.ok()) return bad(std::string(parsed.status().message()));
+    h.wire_dtype = *parsed;
   }
   auto parts = fields.find("parts");
   if (parts == fields.end() || !parts->second.is_sequence()) {

@@ -14,6 +14,7 @@
 #include "psflow/variable.h"
 #include "psflow/variable_policy.h"
 #include "strategy/shard_layout.h"
+#include "tensor/buffer_pool.h"
 
 namespace psflow::internal {
 
@@ -23,6 +24,8 @@ struct VariablePolicy {
   VariableAggregation aggregation = VariableAggregation::kNone;
   VariableSynchronization synchronization = VariableSynchronization::kAuto;
   bool trainable = true;
+  // VariableOptions::wire_dtype as resolved at creation.
+  WireDType wire_dtype = WireDType::kFloat32;
 };
 
 // One stored variable: where it is and how to reach it.
@@ -56,6 +59,9 @@ struct ShardedState {
   std::vector<Variable> parts;
   ShardLayout layout;
   VariablePolicy policy;
+  // Where read_values lands this variable's pulls, reused across steps
+  // (tensor/buffer_pool.h); shared by the copies of the handle.
+  std::shared_ptr<BufferPool> receive = std::make_shared<BufferPool>();
 };
 
 // The handles' private parts, for this layer's implementation.

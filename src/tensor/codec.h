@@ -27,6 +27,7 @@
 #include "psflow/structure.h"
 #include "psflow/tensor.h"
 #include "psflow/v1/tensor.pb.h"
+#include "psflow/wire_dtype.h"
 
 namespace psflow::internal {
 
@@ -58,6 +59,13 @@ struct CodecLimits {
 // Appends the serialized TensorProto of `tensor` to `*out`.
 void encode_tensor(const Tensor& tensor, std::string* out);
 [[nodiscard]] std::string encode_tensor(const Tensor& tensor);
+// Whether `tensor` goes on the wire as DT_BFLOAT16 under `wire`: only
+// float32 tensors do; other dtypes are sent as they are.
+[[nodiscard]] bool sends_bfloat16(const Tensor& tensor, WireDType wire);
+// As above, a float32 tensor sent as `wire` (tensor/bfloat16.h rounding);
+// the decoders give back float32.
+[[nodiscard]] size_t encoded_size(const Tensor& tensor, WireDType wire);
+void encode_tensor(const Tensor& tensor, WireDType wire, std::string* out);
 // Parses a serialized TensorProto. An invalid (default) Tensor encodes as a
 // message without a dtype, which decoding rejects.
 [[nodiscard]] absl::StatusOr<Tensor> decode_tensor(std::string_view bytes,

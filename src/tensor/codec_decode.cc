@@ -9,6 +9,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "psflow/status_macros.h"
+#include "tensor/bfloat16.h"
 #include "tensor/codec.h"
 #include "tensor/codec_internal.h"
 #include "tensor/format.h"
@@ -111,9 +112,11 @@ absl::StatusOr<Tensor> decode_tensor_segments(const Segments& segments, const Co
   }
   fields.content_bytes = content.size();
   PSFLOW_ASSIGN_OR_RETURN(const int64_t n, internal::validate_tensor_fields(fields, limits));
-  const auto dtype = static_cast<DType>(fields.dtype);
+  const DType dtype = internal::decoded_dtype(fields.dtype);
+  const bool bfloat16 = fields.dtype == internal::kWireBFloat16;
+  const size_t decoded_bytes = bfloat16 ? 2 * content.size() : content.size();
   PSFLOW_RETURN_IF_ERROR(budget.charge(DecodeBudget::kTensorBytes +
-                                       (dtype == DType::kString ? string_bytes : content.size())));
+                                       (dtype == DType::kString ? string_bytes : decoded_bytes)));
   if (dtype == DType::kString) {
     std::vector<std::string> strings;
     strings.reserve(static_cast<size_t>(n));
@@ -131,9 +134,14 @@ absl::StatusOr<Tensor> decode_tensor_segments(const Segments& segments, const Co
     PSFLOW_RETURN_IF_ERROR(internal::validate_bool_content(content));
   }
   std::shared_ptr<TensorBuffer> buffer =
-      internal::allocate_buffer(content.size(), /*zero_fill=*/false);
-  // The one copy of the payload.
-  if (!content.empty()) std::memcpy(buffer->data(), content.data(), content.size());
+      internal::allocate_buffer(decoded_bytes, /*zero_fill=*/false);
+  // The one copy of the payload (widened on the way for bfloat16).
+  if (bfloat16) {
+    internal::widen_from_bfloat16(content.data(), static_cast<size_t>(n),
+                                  reinterpret_cast<float*>(buffer->data()));
+  } else if (!content.empty()) {
+    std::memcpy(buffer->data(), content.data(), content.size());
+  }
   return Tensor::from_buffer(dtype, std::move(fields.shape), std::move(buffer));
 }
 

@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "tensor/bfloat16.h"
 #include "tensor/codec.h"
 #include "tensor/codec_internal.h"
 #include "tensor/wire.h"
@@ -26,11 +27,17 @@ size_t shape_payload_size(const Shape& shape) {
   return size;
 }
 
-size_t tensor_body_size(const Tensor& t) {
+// The dtype `t` travels as: DT_BFLOAT16 for a float32 tensor sent as
+// bfloat16, else its own.
+uint64_t wire_dtype_value(const Tensor& t, bool bfloat16) {
+  return bfloat16 ? static_cast<uint64_t>(internal::kWireBFloat16)
+                  : static_cast<uint64_t>(t.dtype());
+}
+
+size_t tensor_body_size(const Tensor& t, bool bfloat16 = false) {
   size_t size = 0;
   if (t.dtype() != DType::kInvalid) {
-    size +=
-        internal::tag_size(kTensorDtype) + internal::varint_size(static_cast<uint64_t>(t.dtype()));
+    size += internal::tag_size(kTensorDtype) + internal::varint_size(wire_dtype_value(t, bfloat16));
   }
   if (t.rank() > 0) {
     size += internal::length_delimited_size(kTensorShape, shape_payload_size(t.shape()));
@@ -40,15 +47,16 @@ size_t tensor_body_size(const Tensor& t) {
       size += internal::length_delimited_size(kTensorStringVal, s.size());
     }
   } else if (t.byte_size() > 0) {
-    size += internal::length_delimited_size(kTensorContent, t.byte_size());
+    size += internal::length_delimited_size(kTensorContent,
+                                            bfloat16 ? t.byte_size() / 2 : t.byte_size());
   }
   return size;
 }
 
-void write_tensor_body(const Tensor& t, std::string* out) {
+void write_tensor_body(const Tensor& t, std::string* out, bool bfloat16 = false) {
   if (t.dtype() != DType::kInvalid) {
     put_tag(out, kTensorDtype, WireType::kVarint);
-    put_varint(out, static_cast<uint64_t>(t.dtype()));
+    put_varint(out, wire_dtype_value(t, bfloat16));
   }
   if (t.rank() > 0) {
     put_tag(out, kTensorShape, WireType::kLengthDelimited);
@@ -61,6 +69,14 @@ void write_tensor_body(const Tensor& t, std::string* out) {
       put_varint(out, s.size());
       out->append(s);
     }
+  } else if (bfloat16 && t.byte_size() > 0) {
+    const size_t n = static_cast<size_t>(t.num_elements());
+    put_tag(out, kTensorContent, WireType::kLengthDelimited);
+    put_varint(out, 2 * n);
+    const size_t at = out->size();
+    out->resize(at + 2 * n);
+    // The one pass over the payload, narrowing as it copies.
+    internal::narrow_to_bfloat16(t.flat<float>().data(), n, out->data() + at);
   } else if (t.byte_size() > 0) {
     put_tag(out, kTensorContent, WireType::kLengthDelimited);
     put_varint(out, t.byte_size());
@@ -205,6 +221,20 @@ std::string encode_tensor(const Tensor& tensor) {
   std::string out;
   encode_tensor(tensor, &out);
   return out;
+}
+
+bool sends_bfloat16(const Tensor& tensor, WireDType wire) {
+  return wire == WireDType::kBFloat16 && tensor.dtype() == DType::kFloat32;
+}
+
+size_t encoded_size(const Tensor& tensor, WireDType wire) {
+  return tensor_body_size(tensor, sends_bfloat16(tensor, wire));
+}
+
+void encode_tensor(const Tensor& tensor, WireDType wire, std::string* out) {
+  const bool bfloat16 = sends_bfloat16(tensor, wire);
+  out->reserve(out->size() + tensor_body_size(tensor, bfloat16));
+  write_tensor_body(tensor, out, bfloat16);
 }
 
 size_t encoded_size(const Structure& structure) { return structure_body_size(structure, nullptr); }

@@ -46,16 +46,17 @@ absl::StatusOr<int64_t> validate_tensor_fields(const TensorFields& fields,
   if (fields.dtype == 0) {
     return absl::InvalidArgumentError("tensor has no dtype (DT_INVALID)");
   }
-  if (!is_valid_dtype(fields.dtype)) {
+  const bool bfloat16 = fields.dtype == kWireBFloat16;
+  if (!bfloat16 && !is_valid_dtype(fields.dtype)) {
     return absl::InvalidArgumentError(absl::StrCat("unknown tensor dtype ", fields.dtype));
   }
-  const auto dtype = static_cast<DType>(fields.dtype);
+  const DType dtype = decoded_dtype(fields.dtype);
   if (fields.shape.size() > static_cast<size_t>(std::max(limits.max_rank, 0))) {
     return absl::InvalidArgumentError(
         absl::StrCat("tensor rank ", fields.shape.size(), " exceeds max_rank ", limits.max_rank));
   }
   PSFLOW_ASSIGN_OR_RETURN(const int64_t n, validate_shape(dtype, fields.shape));
-  const std::string_view name = dtype_name(dtype);
+  const std::string_view name = bfloat16 ? std::string_view("bfloat16") : dtype_name(dtype);
   if (dtype == DType::kString) {
     if (fields.content_bytes != 0) {
       return absl::InvalidArgumentError(
@@ -74,7 +75,7 @@ absl::StatusOr<int64_t> validate_tensor_fields(const TensorFields& fields,
                                                    fields.string_count,
                                                    " string_val entries; only string tensors may"));
   }
-  const size_t needed = static_cast<size_t>(n) * dtype_size(dtype);
+  const size_t needed = static_cast<size_t>(n) * (bfloat16 ? 2 : dtype_size(dtype));
   if (fields.content_bytes != needed) {
     return absl::InvalidArgumentError(absl::StrCat("tensor content is ", fields.content_bytes,
                                                    " bytes but shape ", shape_string(fields.shape),

@@ -37,6 +37,10 @@ inline constexpr uint32_t kFieldKey = 1;
 inline constexpr uint32_t kFieldValue = 2;
 }  // namespace fields
 
+// psflow.v1.DT_BFLOAT16: float32 tensors sent with 2 bytes per element
+// (tensor/bfloat16.h); every decoder widens them back to float32.
+inline constexpr int32_t kWireBFloat16 = 8;
+
 // A message may arrive as several length-delimited pieces that protobuf
 // merges (a repeated occurrence of a singular message field); decoding
 // reads them in order as one message.
@@ -51,9 +55,15 @@ struct TensorFields {
 };
 
 // Checks dtype, rank, shape, and that content / string_val match the shape;
-// returns the element count. Runs before anything is allocated.
+// returns the element count. Runs before anything is allocated. A
+// kWireBFloat16 tensor is checked as float32 with 2-byte elements.
 [[nodiscard]] absl::StatusOr<int64_t> validate_tensor_fields(const TensorFields& fields,
                                                              const CodecLimits& limits);
+// The dtype of the tensor decoded from wire dtype `wire` (validated):
+// float32 for kWireBFloat16, else the same value.
+[[nodiscard]] inline DType decoded_dtype(int32_t wire) {
+  return wire == kWireBFloat16 ? DType::kFloat32 : static_cast<DType>(wire);
+}
 [[nodiscard]] absl::Status rank_error(const CodecLimits& limits);
 // Appends `dim` to fields->shape; rank_error past max_rank. Inline: both
 // tensor decoders call it for every dimension.

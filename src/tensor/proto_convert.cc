@@ -7,6 +7,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "psflow/status_macros.h"
+#include "tensor/bfloat16.h"
 #include "tensor/codec.h"
 #include "tensor/codec_internal.h"
 #include "tensor/format.h"
@@ -115,8 +116,9 @@ absl::StatusOr<Tensor> tensor_from_proto(v1::TensorProto* proto, const CodecLimi
   fields.content_bytes = proto->content().size();
   fields.string_count = proto->string_val_size();
   PSFLOW_ASSIGN_OR_RETURN(const int64_t n, internal::validate_tensor_fields(fields, limits));
-  const auto dtype = static_cast<DType>(fields.dtype);
-  size_t held = DecodeBudget::kTensorBytes + fields.content_bytes;
+  const DType dtype = internal::decoded_dtype(fields.dtype);
+  const bool bfloat16 = fields.dtype == internal::kWireBFloat16;
+  size_t held = DecodeBudget::kTensorBytes + (bfloat16 ? 2 : 1) * fields.content_bytes;
   if (dtype == DType::kString) {
     for (const std::string& s : proto->string_val()) held += DecodeBudget::string_bytes(s.size());
   }
@@ -132,6 +134,14 @@ absl::StatusOr<Tensor> tensor_from_proto(v1::TensorProto* proto, const CodecLimi
   }
   if (dtype == DType::kBool) {
     PSFLOW_RETURN_IF_ERROR(internal::validate_bool_content(proto->content()));
+  }
+  if (bfloat16) {
+    std::shared_ptr<TensorBuffer> widened =
+        internal::allocate_buffer(2 * fields.content_bytes, /*zero_fill=*/false);
+    internal::widen_from_bfloat16(proto->content().data(), static_cast<size_t>(n),
+                                  reinterpret_cast<float*>(widened->data()));
+    proto->clear_content();
+    return Tensor::from_buffer(dtype, std::move(fields.shape), std::move(widened));
   }
   std::shared_ptr<TensorBuffer> buffer = TensorBuffer::adopt(std::move(*proto->mutable_content()));
   proto->clear_content();

@@ -128,6 +128,7 @@ absl::Status PsTraining::start(absl::Time start) {
                           model_.partitioner(options_, spec_.num_tasks(kPsJob)));
   ParameterServerStrategyOptions strategy_options;
   PSFLOW_ASSIGN_OR_RETURN(strategy_options.placement, parse_placement(options_.placement));
+  PSFLOW_ASSIGN_OR_RETURN(strategy_options.wire_dtype, wire_dtype_from_name(options_.wire_dtype));
   PSFLOW_ASSIGN_OR_RETURN(
       strategy_, ParameterServerStrategy::create(SimpleClusterResolver(spec_, "chief", 0),
                                                  std::move(partitioner), strategy_options));

@@ -122,6 +122,7 @@ json train_options_json(const TrainOptions& o) {
           {"partitioner", o.partitioner},
           {"placement", o.placement},
           {"overlap", o.overlap},
+          {"wire_dtype", o.wire_dtype},
           {"ps_recovery", o.ps_recovery},
           {"ps_recovery_timeout_seconds", o.ps_recovery_timeout_seconds},
           {"max_ps_recoveries", o.max_ps_recoveries}};

@@ -52,6 +52,9 @@ struct TrainOptions {
   // Where the strategy puts each variable and shard: "fewest_bytes" or
   // "round_robin" (VariablePlacement).
   std::string placement = "fewest_bytes";
+  // How pulled parameters and pushed gradients travel: "float32" or
+  // "bfloat16" (WireDType; the ps keeps float32 either way).
+  std::string wire_dtype = "float32";
   // What the loss of a ps task does: false stops training with UNAVAILABLE
   // naming the task (TF's behaviour); true waits up to
   // ps_recovery_timeout_seconds for it to come back, restores every ps to

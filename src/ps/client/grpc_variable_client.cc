@@ -70,6 +70,7 @@ class GrpcVariableClient final : public VariableClient {
       done(annotate(request_too_large(batch, size)));
       return;
     }
+    call->destinations = result_destinations(batch);
     call->done = std::move(done);
     configure_context(call->context, deadline);
     Call* raw = call.get();
@@ -86,8 +87,52 @@ class GrpcVariableClient final : public VariableClient {
     grpc::ClientContext context;
     grpc::ByteBuffer request;
     grpc::ByteBuffer response;
+    // Per result, where its payload should land (VariableOpArgs::result_buffer).
+    std::vector<std::shared_ptr<TensorBuffer>> destinations;
     BatchCallback done;
   };
+
+  // The result buffers of `batch`'s READ and GATHER ops in result order;
+  // empty when there are none, or when an op whose result count is not
+  // known beforehand (SNAPSHOT: it depends on the ps's state; kinds newer
+  // than this list) makes the order unknown.
+  static std::vector<std::shared_ptr<TensorBuffer>> result_destinations(const ExecuteBatch& batch) {
+    using Op = v1::VariableOp;
+    std::vector<std::shared_ptr<TensorBuffer>> out;
+    bool any = false;
+    for (const VariableOpArgs& op : batch.ops) {
+      switch (op.kind) {
+        case Op::READ:
+        case Op::GATHER:
+          any = any || op.result_buffer != nullptr;
+          out.push_back(op.result_buffer);
+          break;
+        case Op::DE_LOOKUP:
+        case Op::DE_STATS: out.emplace_back(); break;
+        case Op::ASSIGN:
+        case Op::ASSIGN_ADD:
+        case Op::ASSIGN_SUB:
+        case Op::SCATTER_UPDATE:
+        case Op::SCATTER_ADD:
+        case Op::SCATTER_SUB:
+        case Op::SCATTER_MUL:
+        case Op::SCATTER_DIV:
+        case Op::SCATTER_MIN:
+        case Op::SCATTER_MAX:
+        case Op::APPLY_DENSE:
+        case Op::APPLY_SPARSE:
+        case Op::CREATE:
+        case Op::CREATE_IF_ABSENT:
+        case Op::DELETE:
+        case Op::RESTORE:
+        case Op::DE_CREATE:
+        case Op::DE_APPLY: break;  // no result
+        default: return {};
+      }
+    }
+    if (!any) out.clear();
+    return out;
+  }
 
   // RESOURCE_EXHAUSTED for a request over the message limit. When one op's
   // tensor alone is over it, splitting the batch cannot help: the variable
@@ -122,7 +167,7 @@ class GrpcVariableClient final : public VariableClient {
   void finish(Call* call, const grpc::Status& status) {
     absl::StatusOr<std::vector<Tensor>> results;
     if (status.ok()) {
-      results = decode_execute_response(call->response, limits_);
+      results = decode_execute_response(call->response, limits_, call->destinations);
       if (!results.ok()) {
         results = annotate(absl::InternalError(
             absl::StrCat("the ps sent an ExecuteResponse this client cannot read: ",

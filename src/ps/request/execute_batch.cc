@@ -142,6 +142,19 @@ void optimizer_to_proto(const OptimizerConfig& c, v1::OptimizerProto* p) {
   }
 }
 
+absl::StatusOr<WireDType> result_wire_dtype(int32_t result_dtype) {
+  if (result_dtype == v1::DT_INVALID || result_dtype == v1::DT_FLOAT) return WireDType::kFloat32;
+  if (result_dtype == v1::DT_BFLOAT16) return WireDType::kBFloat16;
+  return absl::InvalidArgumentError(
+      absl::StrCat("VariableOp.result_dtype ", result_dtype,
+                   " is not a wire dtype for results; send DT_FLOAT (or leave it unset) or "
+                   "DT_BFLOAT16"));
+}
+
+int32_t result_dtype_value(WireDType wire) {
+  return wire == WireDType::kBFloat16 ? static_cast<int32_t>(v1::DT_BFLOAT16) : 0;
+}
+
 absl::StatusOr<ExecuteBatch> batch_from_proto(v1::ExecuteRequest& request) {
   ExecuteBatch batch;
   if (request.has_update_key()) {
@@ -165,6 +178,11 @@ absl::StatusOr<ExecuteBatch> batch_from_proto(v1::ExecuteRequest& request) {
     args.optimizer = op.optimizer();
     args.learning_rate = op.learning_rate();
     args.step = op.step();
+    absl::StatusOr<WireDType> wire = result_wire_dtype(op.result_dtype());
+    if (!wire.ok()) {
+      return with_op_context(wire.status(), static_cast<size_t>(i), op.kind(), op.variable());
+    }
+    args.wire_dtype = *wire;
     if (op.has_table()) args.table = op.table().SerializeAsString();
     // Unknown kinds are left for execute_variable_ops to name.
     if (Op::Kind_IsValid(op.kind())) {
@@ -227,6 +245,7 @@ void batch_to_proto(const ExecuteBatch& batch, v1::ExecuteRequest* request) {
     for (const std::string& name : args.slot_names) op->add_slot_names(name);
     for (const Tensor& slot : args.slots) tensor_to_proto(slot, op->add_slots());
     op->set_step(args.step);
+    op->set_result_dtype(static_cast<v1::DataType>(result_dtype_value(args.wire_dtype)));
     if (!args.table.empty() && !op->mutable_table()->ParseFromString(args.table)) {
       op->clear_table();
     }

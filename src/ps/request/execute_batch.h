@@ -5,6 +5,7 @@
 #ifndef PSFLOW_PS_REQUEST_EXECUTE_BATCH_H_
 #define PSFLOW_PS_REQUEST_EXECUTE_BATCH_H_
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -16,6 +17,7 @@
 #include "psflow/dynamic_embedding_options.h"
 #include "psflow/tensor.h"
 #include "psflow/v1/variable.pb.h"
+#include "psflow/wire_dtype.h"
 
 namespace psflow::internal {
 
@@ -40,6 +42,14 @@ struct VariableOpArgs {
   // DE_CREATE: the table's definition, a serialized v1::DynamicTableConfig
   // (table_options_to_bytes).
   std::string table;
+  // How float32 tensors of this op travel: `value` as sent (the ps gets it
+  // back as float32), and for READ / GATHER / DE_LOOKUP the result the ps
+  // answers with (VariableOp.result_dtype).
+  WireDType wire_dtype = WireDType::kFloat32;
+  // READ / GATHER on the client: where the result's payload should land,
+  // when it is float32 of exactly this buffer's size (see
+  // TensorProtoReader::set_destination); null: a fresh buffer.
+  std::shared_ptr<TensorBuffer> result_buffer;
 };
 
 // The native form of v1::ExecuteRequest. Its tensors are shared, never
@@ -64,6 +74,13 @@ struct ExecuteBatch {
 // `s` prefixed with the op it is about: "op 3 (ASSIGN 'w'): ...". OK stays OK.
 [[nodiscard]] absl::Status with_op_context(const absl::Status& s, size_t index,
                                            v1::VariableOp::Kind kind, const std::string& variable);
+
+// VariableOp.result_dtype (a v1::DataType value) as a WireDType: unset
+// and DT_FLOAT are kFloat32, DT_BFLOAT16 kBFloat16; anything else is
+// INVALID_ARGUMENT naming it.
+[[nodiscard]] absl::StatusOr<WireDType> result_wire_dtype(int32_t result_dtype);
+// The VariableOp.result_dtype value for `wire` (0, unset, for kFloat32).
+[[nodiscard]] int32_t result_dtype_value(WireDType wire);
 
 // v1::ExecuteRequest -> ExecuteBatch, moving payloads out of `request`.
 // Decodes the tensors each op kind uses (others are ignored) and converts

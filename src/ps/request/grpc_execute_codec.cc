@@ -21,6 +21,11 @@ namespace {
 
 using internal::WireType;
 
+// How result `i` travels: `wire[i]`, float32 past its end.
+WireDType result_wire(const std::vector<WireDType>& wire, size_t i) {
+  return i < wire.size() ? wire[i] : WireDType::kFloat32;
+}
+
 // Field numbers of proto/psflow/v1/variable.proto.
 constexpr uint32_t kRequestOps = 1;
 constexpr uint32_t kRequestOptimizers = 2;
@@ -37,6 +42,7 @@ constexpr uint32_t kOpSlotNames = 9;
 constexpr uint32_t kOpSlots = 10;
 constexpr uint32_t kOpStep = 11;
 constexpr uint32_t kOpTable = 12;
+constexpr uint32_t kOpResultDtype = 13;
 // Optimizers keep at most 2 slots; more is malformed, and bounding them
 // keeps a hostile request from making millions of tiny entries.
 constexpr size_t kMaxSlotsPerOp = 16;
@@ -48,6 +54,14 @@ constexpr uint32_t kOptimizerBeta = 11;
 
 // int32 and enum fields: negative values are sign-extended to 10 bytes.
 uint64_t int32_varint(int32_t v) { return static_cast<uint64_t>(static_cast<int64_t>(v)); }
+
+// VariableOp.result_dtype for `op`: only ops answering with a tensor say
+// how they want it (0: unset).
+int32_t result_dtype_field(const VariableOpArgs& op) {
+  const bool answers = op.kind == v1::VariableOp::READ || op.kind == v1::VariableOp::GATHER ||
+                       op.kind == v1::VariableOp::DE_LOOKUP;
+  return answers ? result_dtype_value(op.wire_dtype) : 0;
+}
 
 size_t op_body_size(const VariableOpArgs& op, size_t value_size, size_t ids_size,
                     const std::vector<size_t>& slot_sizes) {
@@ -83,11 +97,14 @@ size_t op_body_size(const VariableOpArgs& op, size_t value_size, size_t ids_size
     size += internal::tag_size(kOpStep) + internal::varint_size(static_cast<uint64_t>(op.step));
   }
   if (!op.table.empty()) size += internal::length_delimited_size(kOpTable, op.table.size());
+  if (const int32_t d = result_dtype_field(op); d != 0) {
+    size += internal::tag_size(kOpResultDtype) + internal::varint_size(int32_varint(d));
+  }
   return size;
 }
 
 void write_op(const VariableOpArgs& op, ByteBufferWriter& out) {
-  const size_t value_size = op.value.valid() ? encoded_size(op.value) : 0;
+  const size_t value_size = op.value.valid() ? encoded_size(op.value, op.wire_dtype) : 0;
   const size_t ids_size = op.ids.valid() ? encoded_size(op.ids) : 0;
   std::vector<size_t> slot_sizes;
   slot_sizes.reserve(op.slots.size());
@@ -107,7 +124,7 @@ void write_op(const VariableOpArgs& op, ByteBufferWriter& out) {
   if (op.value.valid()) {
     internal::put_tag(bytes, kOpValue, WireType::kLengthDelimited);
     internal::put_varint(bytes, value_size);
-    write_tensor_proto(op.value, out);
+    write_tensor_proto(op.value, op.wire_dtype, out);
   }
   if (op.ids.valid()) {
     internal::put_tag(bytes, kOpIds, WireType::kLengthDelimited);
@@ -149,6 +166,10 @@ void write_op(const VariableOpArgs& op, ByteBufferWriter& out) {
     internal::put_tag(bytes, kOpTable, WireType::kLengthDelimited);
     internal::put_varint(bytes, op.table.size());
     bytes->append(op.table);
+  }
+  if (const int32_t d = result_dtype_field(op); d != 0) {
+    internal::put_tag(bytes, kOpResultDtype, WireType::kVarint);
+    internal::put_varint(bytes, int32_varint(d));
   }
 }
 
@@ -244,6 +265,12 @@ absl::Status read_op(WireStream& stream, const WireStream::Field& message,
           op->table.append(part);
         }
         break;
+      case kOpResultDtype: {
+        PSFLOW_RETURN_IF_ERROR(stream.expect(field, "VariableOp.result_dtype", WireType::kVarint));
+        PSFLOW_ASSIGN_OR_RETURN(op->wire_dtype,
+                                result_wire_dtype(internal::int32_value(field.value)));
+        break;
+      }
       default: PSFLOW_RETURN_IF_ERROR(stream.skip_unknown(field)); break;
     }
     return absl::OkStatus();
@@ -433,27 +460,32 @@ absl::StatusOr<ExecuteBatch> decode_execute_request(const grpc::ByteBuffer& byte
   return batch;
 }
 
-size_t execute_response_size(const std::vector<Tensor>& results) {
+size_t execute_response_size(const std::vector<Tensor>& results,
+                             const std::vector<WireDType>& wire) {
   size_t size = 0;
-  for (const Tensor& t : results) {
-    size += internal::length_delimited_size(kResponseResults, encoded_size(t));
+  for (size_t i = 0; i < results.size(); ++i) {
+    size += internal::length_delimited_size(kResponseResults,
+                                            encoded_size(results[i], result_wire(wire, i)));
   }
   return size;
 }
 
-grpc::ByteBuffer encode_execute_response(const std::vector<Tensor>& results) {
+grpc::ByteBuffer encode_execute_response(const std::vector<Tensor>& results,
+                                         const std::vector<WireDType>& wire) {
   ByteBufferWriter out;
-  for (const Tensor& t : results) {
+  for (size_t i = 0; i < results.size(); ++i) {
+    const WireDType as = result_wire(wire, i);
     std::string* bytes = out.bytes();
     internal::put_tag(bytes, kResponseResults, WireType::kLengthDelimited);
-    internal::put_varint(bytes, encoded_size(t));
-    write_tensor_proto(t, out);
+    internal::put_varint(bytes, encoded_size(results[i], as));
+    write_tensor_proto(results[i], as, out);
   }
   return out.finish();
 }
 
-absl::StatusOr<std::vector<Tensor>> decode_execute_response(const grpc::ByteBuffer& bytes,
-                                                            const CodecLimits& limits) {
+absl::StatusOr<std::vector<Tensor>> decode_execute_response(
+    const grpc::ByteBuffer& bytes, const CodecLimits& limits,
+    const std::vector<std::shared_ptr<TensorBuffer>>& destinations) {
   std::vector<Tensor> results;
   DecodeBudget budget(bytes.Length(), limits);
   auto read_result = [&](WireStream& stream, const WireStream::Field& field) -> absl::Status {
@@ -461,6 +493,7 @@ absl::StatusOr<std::vector<Tensor>> decode_execute_response(const grpc::ByteBuff
     PSFLOW_RETURN_IF_ERROR(
         stream.expect(field, "ExecuteResponse.results", WireType::kLengthDelimited));
     TensorProtoReader reader(limits, budget);
+    if (results.size() < destinations.size()) reader.set_destination(destinations[results.size()]);
     PSFLOW_RETURN_IF_ERROR(reader.merge(stream, field));
     absl::StatusOr<Tensor> t = reader.finish();
     if (!t.ok()) return with_prefix(t.status(), absl::StrCat("result ", results.size()));

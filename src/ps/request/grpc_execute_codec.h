@@ -13,6 +13,7 @@
 
 #include <grpcpp/support/byte_buffer.h>
 
+#include <memory>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -39,12 +40,20 @@ inline constexpr size_t kMaxOpsPerRequest = size_t{1} << 16;
 [[nodiscard]] absl::StatusOr<ExecuteBatch> decode_execute_request(const grpc::ByteBuffer& bytes,
                                                                   const CodecLimits& limits = {});
 
-// Size of the serialized ExecuteResponse holding `results`.
-[[nodiscard]] size_t execute_response_size(const std::vector<Tensor>& results);
-// The serialized ExecuteResponse; shares the results' large buffers.
-[[nodiscard]] grpc::ByteBuffer encode_execute_response(const std::vector<Tensor>& results);
+// Size of the serialized ExecuteResponse holding `results`, result i sent
+// as wire[i] (float32 where `wire` is shorter).
+[[nodiscard]] size_t execute_response_size(const std::vector<Tensor>& results,
+                                           const std::vector<WireDType>& wire = {});
+// The serialized ExecuteResponse; shares the results' large buffers (those
+// sent as bfloat16 are narrowed into the message instead).
+[[nodiscard]] grpc::ByteBuffer encode_execute_response(const std::vector<Tensor>& results,
+                                                       const std::vector<WireDType>& wire = {});
+// Result i lands in destinations[i] when that is non-null and the result
+// is float32 of its size (TensorProtoReader::set_destination); bfloat16
+// results come back as float32.
 [[nodiscard]] absl::StatusOr<std::vector<Tensor>> decode_execute_response(
-    const grpc::ByteBuffer& bytes, const CodecLimits& limits = {});
+    const grpc::ByteBuffer& bytes, const CodecLimits& limits = {},
+    const std::vector<std::shared_ptr<TensorBuffer>>& destinations = {});
 
 }  // namespace psflow::internal
 

@@ -290,7 +290,8 @@ absl::Status run(VariableStore& store, PreparedOp& prepared, bool replay,
 }  // namespace
 
 absl::Status execute_variable_ops(VariableStore& store, ExecuteBatch& batch,
-                                  std::vector<Tensor>* results) {
+                                  std::vector<Tensor>* results,
+                                  std::vector<WireDType>* result_wire) {
   for (size_t i = 0; i < batch.optimizers.size(); ++i) {
     absl::Status s = validate_optimizer(batch.optimizers[i]);
     if (!s.ok()) {
@@ -361,8 +362,14 @@ absl::Status execute_variable_ops(VariableStore& store, ExecuteBatch& batch,
     const VariableOpArgs& op = batch.ops[i];
     // A duplicate's lookups still answer, as reads that change nothing.
     if (skip_updates && is_mutating(op.kind) && op.kind != Op::DE_LOOKUP) continue;
+    const size_t before = results->size();
     PSFLOW_RETURN_IF_ERROR(
         with_op_context(run(store, prepared[i], skip_updates, results), i, op.kind, op.variable));
+    if (result_wire != nullptr) {
+      const bool reads = op.kind == Op::READ || op.kind == Op::GATHER || op.kind == Op::DE_LOOKUP;
+      result_wire->resize(results->size(), reads ? op.wire_dtype : WireDType::kFloat32);
+      (void)before;
+    }
   }
   return absl::OkStatus();
 }

@@ -29,8 +29,12 @@ namespace psflow::internal {
 // SNAPSHOT appends 3 + k results, copies of the shard's state (see
 // ps/snapshot_results.h).
 // Thread-safety: safe to call concurrently on the same store.
+// With `result_wire`, one entry per result in `results` says how to send
+// it: the op's wire_dtype for READ, GATHER and DE_LOOKUP (float32 results
+// only; encoders send other dtypes as they are), kFloat32 for the rest.
 [[nodiscard]] absl::Status execute_variable_ops(VariableStore& store, ExecuteBatch& batch,
-                                                std::vector<Tensor>* results);
+                                                std::vector<Tensor>* results,
+                                                std::vector<WireDType>* result_wire = nullptr);
 
 }  // namespace psflow::internal
 

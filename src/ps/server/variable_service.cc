@@ -164,10 +164,11 @@ absl::Status run(const PeerIdentity& caller, VariableStore& store, size_t max_me
     return response_too_large(estimate.response_bytes, max_message_bytes);
   }
   std::vector<Tensor> results;
-  PSFLOW_RETURN_IF_ERROR(execute_variable_ops(store, batch, &results));
-  const size_t bytes = execute_response_size(results);
+  std::vector<WireDType> wire;
+  PSFLOW_RETURN_IF_ERROR(execute_variable_ops(store, batch, &results, &wire));
+  const size_t bytes = execute_response_size(results, wire);
   if (bytes > max_message_bytes) return response_too_large(bytes, max_message_bytes);
-  *response = encode_execute_response(results);
+  *response = encode_execute_response(results, wire);
   return absl::OkStatus();
 }
 
