@@ -102,10 +102,14 @@ chaos: build
 demo: build
 	$(BUILD_DIR)/psflow train
 
+demo-dlrm: build
+	$(BUILD_DIR)/psflow train --model dlrm --data-dir generated:200000 --epochs 3
+
 bench: build
 	python3 bench/run_benchmarks.py --build-dir $(BUILD_DIR)
 	python3 bench/multihost_bench.py --build-dir $(BUILD_DIR)
 	python3 bench/train_vs_torch.py --build-dir $(BUILD_DIR)
+	python3 bench/dlrm_vs_torch.py --build-dir $(BUILD_DIR)
 
 format: deps
 	bash scripts/check-format.sh --fix

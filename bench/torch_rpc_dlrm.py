@@ -9,8 +9,8 @@ The baseline `psflow train --model dlrm` is compared with
     a bag of one) per categorical feature; the 351 pairwise dot products of
     the 27 vectors; top MLP 367-128-64-1 (ReLU, last linear); sigmoid +
     binary cross-entropy. Kernels Glorot-uniform, biases zero, embeddings
-    uniform in [-0.05, 0.05] as psflow's dynamic table.
-  * Optimizer: Adagrad (learning rate 0.05, initial accumulator 0.1 as
+    uniform in [-0.2, 0.2] as psflow's dynamic table.
+  * Optimizer: Adagrad (learning rate 0.1, initial accumulator 0.1 as
     Keras and psflow) on the ps, for the dense layers and, with sparse
     gradients, for the embedding tables.
   * Data: a Criteo TSV file (`psflow datagen criteo` writes one); the last
@@ -83,7 +83,7 @@ def parse_args(argv):
     p.add_argument("--num-workers", type=int, default=2)
     p.add_argument("--batch-size", type=int, default=256)
     p.add_argument("--epochs", type=int, default=2)
-    p.add_argument("--learning-rate", type=float, default=0.05)
+    p.add_argument("--learning-rate", type=float, default=0.1)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--rpc-threads", type=int, default=8)
     p.add_argument("--timeout", type=float, default=900)
@@ -197,7 +197,7 @@ class ParameterServer:
         torch.manual_seed(args.seed)
         self.tables = [torch.nn.EmbeddingBag(n, DIM, mode="sum", sparse=True) for n in sizes]
         for t in self.tables:
-            torch.nn.init.uniform_(t.weight, -0.05, 0.05)
+            torch.nn.init.uniform_(t.weight, -0.2, 0.2)
         self.dense = []
         for shape in dense_shapes():
             if len(shape) == 2:

@@ -103,7 +103,7 @@ absl::StatusOr<std::vector<ShardedVariable>> DlrmModel::create_variables(uint64_
   o.dim = extra_.embedding_dim;
   o.seed = seed;
   o.initializer = DynamicEmbeddingInitializer::kUniform;
-  o.init_scale = 0.05;
+  o.init_scale = extra_.init_scale;
   PSFLOW_ASSIGN_OR_RETURN(o.optimizer.kind, optimizer_kind_from_name(optimizer_));
   o.admit_after = extra_.admit_after;
   o.ttl_steps = extra_.ttl_steps;

@@ -30,7 +30,7 @@ namespace psflow::internal {
 
 inline constexpr char kDlrmModel[] = "dlrm";
 inline constexpr char kDlrmDefaultOptimizer[] = "adagrad";
-inline constexpr double kDlrmDefaultLearningRate = 0.05;
+inline constexpr double kDlrmDefaultLearningRate = 0.1;
 inline constexpr int64_t kDlrmDefaultBatchSize = 256;
 inline constexpr char kDlrmTableName[] = "dlrm/embeddings";
 
@@ -39,6 +39,9 @@ struct DlrmOptions {
   int64_t embedding_dim = 16;
   std::vector<int64_t> bottom = {64, 16};  // ends in embedding_dim
   std::vector<int64_t> top = {128, 64};
+  // The table's rows start uniform in [-init_scale, init_scale): large
+  // enough that the dot interactions carry a gradient from the first step.
+  double init_scale = 0.2;
   CriteoBadLines bad_lines = CriteoBadLines::kError;
   // The table's rules (docs/embeddings.md); the optimizer is the run's
   // (--optimizer), its learning rate --learning-rate.
