@@ -39,7 +39,7 @@ export CCACHE_DIR ?= $(HOME)/.cache/psflow-ccache
 # Relative paths in the cache key: clones and build dirs at other paths share hits.
 export CCACHE_BASEDIR ?= $(CURDIR)
 
-.PHONY: all deps configure build test demo bench chaos format clean \
+.PHONY: all deps configure build test demo demo-dlrm bench chaos format clean \
   configure-sanitize build-sanitize sanitize fuzz configure-tsan tsan
 
 all: build
