@@ -47,6 +47,10 @@ absl::Status DlrmModel::validate(const TrainOptions& o) const {
     return absl::InvalidArgumentError(
         absl::StrCat("--batch-size ", o.batch_size, " is out of range; use 1 to 1048576"));
   }
+  if (o.bad_lines != "error" && o.bad_lines != "skip") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--bad-lines '", o.bad_lines, "' is not a policy; use error or skip"));
+  }
   PSFLOW_RETURN_IF_ERROR(parse_generated_criteo(o.data_dir).status());
   DlrmSpec spec;
   spec.embedding_dim = extra_.embedding_dim;
@@ -73,7 +77,7 @@ absl::Status DlrmModel::check_data(const TrainOptions& options) const {
 absl::Status DlrmModel::load(const TrainOptions& options) {
   source_ = DlrmDataSource();
   source_.data_dir = options.data_dir;
-  source_.bad_lines = extra_.bad_lines;
+  source_.bad_lines = options.bad_lines == "skip" ? CriteoBadLines::kSkip : CriteoBadLines::kError;
   PSFLOW_ASSIGN_OR_RETURN(data_, load_dlrm_data(source_));
   if (data_->train.size() < options.batch_size) {
     return absl::InvalidArgumentError(absl::StrCat("--batch-size ", options.batch_size,

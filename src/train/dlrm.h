@@ -42,7 +42,6 @@ struct DlrmOptions {
   // The table's rows start uniform in [-init_scale, init_scale): large
   // enough that the dot interactions carry a gradient from the first step.
   double init_scale = 0.2;
-  CriteoBadLines bad_lines = CriteoBadLines::kError;
   // The table's rules (docs/embeddings.md); the optimizer is the run's
   // (--optimizer), its learning rate --learning-rate.
   int64_t admit_after = 0;
