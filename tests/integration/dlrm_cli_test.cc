@@ -34,35 +34,35 @@ TEST(DlrmCliTest, TrainsOnAGeneratedCriteoFile) {
   std::filesystem::create_directories(dir);
   const std::string data = dir + "/day_0.tsv";
   const std::string out1 = run_to_end(
-      {PSFLOW_BINARY_PATH, "datagen", "criteo", "--rows", "40000", "--seed", "3", "--out", data},
+      {PSFLOW_BINARY_PATH, "datagen", "criteo", "--rows", "60000", "--seed", "3", "--out", data},
       absl::Seconds(60));
-  EXPECT_THAT(out1, HasSubstr("wrote 40000 Criteo-shaped rows"));
+  EXPECT_THAT(out1, HasSubstr("wrote 60000 Criteo-shaped rows"));
   const std::string run_dir = dir + "/run";
   const std::string out = run_to_end(
       {PSFLOW_BINARY_PATH, "train", "--model", "dlrm", "--data-dir", data, "--num-ps", "1",
-       "--num-workers", "2", "--epochs", "2", "--batch-size", "256", "--steps-per-execution",
+       "--num-workers", "2", "--epochs", "3", "--batch-size", "256", "--steps-per-execution",
        "10", "--run-dir", run_dir, "--insecure"},
       absl::Seconds(120));
-  EXPECT_THAT(out, HasSubstr("36000 train / 4000 test examples"));
-  EXPECT_THAT(out, HasSubstr("epoch 2/2: train loss"));
+  EXPECT_THAT(out, HasSubstr("54000 train / 6000 test examples"));
+  EXPECT_THAT(out, HasSubstr("epoch 3/3: train loss"));
   std::ifstream file(run_dir + "/summary.json");
   ASSERT_TRUE(file.good()) << "no summary.json in " << run_dir << "\n" << out;
   const nlohmann::json s = nlohmann::json::parse(file);
   EXPECT_EQ(s["model"], "dlrm");
-  EXPECT_EQ(s["steps"], 2 * (36000 / 256));
-  EXPECT_EQ(s["train_examples"], 36000);
-  EXPECT_EQ(s["test_examples"], 4000);
+  EXPECT_EQ(s["steps"], 3 * (54000 / 256));
+  EXPECT_EQ(s["train_examples"], 54000);
+  EXPECT_EQ(s["test_examples"], 6000);
   // The table holds a row per distinct key looked up: many thousands
   // (26 columns of power-law values), each created on the ps.
   EXPECT_GT(s["table"]["rows"].get<int64_t>(), 20000) << s.dump(2);
   EXPECT_EQ(s["table"]["rows"], s["table"]["created"]);
   // Both workers' steps applied one sparse update each to the one ps.
   EXPECT_EQ(s["table"]["applies"], s["steps"]);
-  // The data's own logits reach about 0.8; a model that learns nothing
-  // stays at 0.5, one with dense features only near 0.6.
-  const double auc = s["test_auc"].get<double>();
-  EXPECT_GT(auc, 0.65) << s.dump(2);
-  EXPECT_LT(s["test_loss"].get<double>(), 0.6) << s.dump(2);
+  // Three epochs of this data reach about 0.72 (0.75 with 200,000 rows);
+  // a model that learns nothing stays at 0.5 and at the log loss of the
+  // click rate (about 0.65).
+  EXPECT_GT(s["test_auc"].get<double>(), 0.67) << s.dump(2);
+  EXPECT_LT(s["test_loss"].get<double>(), 0.62) << s.dump(2);
   std::filesystem::remove_all(dir);
 }
 
