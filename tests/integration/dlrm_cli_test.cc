@@ -87,6 +87,16 @@ TEST(DlrmCliTest, ABadLineNamesFileLineAndField) {
   const std::string err = p.read_stderr(absl::Now() + absl::Seconds(5));
   EXPECT_NE(p.wait_exit_code(absl::Now() + absl::Seconds(30)), 0);
   EXPECT_THAT(err + out, HasSubstr(dir + "/bad.tsv:101: 3 tab-separated fields"));
+  // --bad-lines skip trains on the good lines and counts the bad one.
+  const std::string skipped = run_to_end(
+      {PSFLOW_BINARY_PATH, "train", "--model", "dlrm", "--data-dir", dir + "/bad.tsv",
+       "--bad-lines", "skip", "--num-ps", "1", "--num-workers", "1", "--epochs", "1",
+       "--batch-size", "16", "--run-dir", dir + "/run-skip", "--insecure"},
+      absl::Seconds(60));
+  EXPECT_THAT(skipped, HasSubstr("90 train / 10 test examples; 1 bad line(s) skipped"));
+  std::ifstream file(dir + "/run-skip/summary.json");
+  ASSERT_TRUE(file.good()) << skipped;
+  EXPECT_EQ(nlohmann::json::parse(file)["skipped_lines"], 1);
   std::filesystem::remove_all(dir);
 }
 
