@@ -50,7 +50,8 @@ double normal_of(uint64_t bits) {
 // The row's random stream: depends only on (seed, row).
 class RowRng {
  public:
-  RowRng(uint64_t seed, int64_t row) : state_(mix(mix(seed ^ 0xC417E0ULL) ^ static_cast<uint64_t>(row))) {}
+  RowRng(uint64_t seed, int64_t row)
+      : state_(mix(mix(seed ^ 0xC417E0ULL) ^ static_cast<uint64_t>(row))) {}
   uint64_t next() { return mix(state_ += 0x9E3779B97F4A7C15ULL); }
   double uniform() { return unit(next()); }
   double normal() { return normal_of(next()); }
@@ -60,8 +61,8 @@ class RowRng {
 };
 
 uint64_t column_rank_hash(uint64_t seed, uint64_t salt, int column, int64_t rank) {
-  return mix(mix(seed ^ salt) ^ mix((static_cast<uint64_t>(column) << 40) +
-                                    static_cast<uint64_t>(rank)));
+  return mix(mix(seed ^ salt) ^
+             mix((static_cast<uint64_t>(column) << 40) + static_cast<uint64_t>(rank)));
 }
 
 // One row's draws.

@@ -40,8 +40,8 @@ struct CriteoGeneratorOptions {
   // Distinct values per categorical column (C1..C26), shaped like the real
   // data's (a few tiny columns, several with many values) but scaled down.
   std::array<int64_t, kCriteoCategoricalFeatures> cardinalities = {
-      1000, 500,  100000, 50000, 300,   20, 10000, 600,    3,  50000, 5000,  100000, 3000,
-      20,   10000, 80000, 10,    4000,  2000, 4,   100000, 15, 15,    50000, 80,     40000};
+      1000, 500,   100000, 50000, 300,  20,   10000, 600,    3,  50000, 5000,  100000, 3000,
+      20,   10000, 80000,  10,    4000, 2000, 4,     100000, 15, 15,    50000, 80,     40000};
   double zipf_exponent = 1.1;
   // Fraction of missing values in the columns that have them (C19..C26
   // and I1, I3, I10, I12, I13).
@@ -56,8 +56,8 @@ struct CriteoGeneratorOptions {
 
 // Rows [begin, end) as TSV text, one "\n"-terminated line each.
 // Thread-safety: a free function with no shared state.
-[[nodiscard]] std::string generate_criteo_rows(const CriteoGeneratorOptions& options,
-                                               int64_t begin, int64_t end);
+[[nodiscard]] std::string generate_criteo_rows(const CriteoGeneratorOptions& options, int64_t begin,
+                                               int64_t end);
 
 // The hidden logit of row r (what the label is drawn from), for tests of
 // how learnable the data is.

@@ -108,9 +108,9 @@ absl::Status parse_line(std::string_view line, std::string_view source, int64_t 
                                                    " (", field_name(field), "): ", av(what)));
   };
   if (count < kCriteoFields || extra) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(av(source), ":", number, ": ", count, " tab-separated fields; a Criteo line has ",
-                     kCriteoFields, " (label, I1..I13, C1..C26; empty fields for missing values)"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        av(source), ":", number, ": ", count, " tab-separated fields; a Criteo line has ",
+        kCriteoFields, " (label, I1..I13, C1..C26; empty fields for missing values)"));
   }
   if (fields[0] != "0" && fields[0] != "1") {
     return bad(0, absl::StrCat("'", shown(fields[0]), "' is not a label; use 0 or 1"));
@@ -223,9 +223,10 @@ absl::StatusOr<std::vector<std::string>> criteo_files(const std::string& path) {
   }
   if (ec) return absl::InvalidArgumentError(absl::StrCat("cannot list ", path, ": ", ec.message()));
   if (files.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "directory ", path, " holds no Criteo file (*.tsv, *.txt or *.gz); give a file or a "
-        "directory of them, or generated:<rows> for generated data"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("directory ", path,
+                     " holds no Criteo file (*.tsv, *.txt or *.gz); give a file or a "
+                     "directory of them, or generated:<rows> for generated data"));
   }
   std::sort(files.begin(), files.end());
   return files;

@@ -1,10 +1,11 @@
 #include "data/criteo_reader.h"
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
-#include <unistd.h>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -129,7 +130,8 @@ TEST(CriteoReaderTest, BadLinesNameFileLineAndField) {
       {14, "68fd1e6g", "field 15 (C1): '68fd1e6g' is not a hexadecimal value"},
       {39, "0x1f", "field 40 (C26): '0x1f' is not a hexadecimal value"},
       {20, "1234567890abcdef0", "field 21 (C7): '1234567890abcdef0' is longer than 16 hex"},
-      {20, std::string(5000, 'a'), "field 21 (C7): 'aaaaaaaaaaaaaaaaaaaaaaaa... (5000 characters)'"},
+      {20, std::string(5000, 'a'),
+       "field 21 (C7): 'aaaaaaaaaaaaaaaaaaaaaaaa... (5000 characters)'"},
   };
   for (const Case& c : cases) {
     std::vector<std::string> f = full_fields();

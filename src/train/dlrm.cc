@@ -35,10 +35,10 @@ std::string DlrmModel::data_name(const TrainOptions& options) const { return opt
 
 absl::Status DlrmModel::validate(const TrainOptions& o) const {
   if (o.strategy != kParameterServerStrategy) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--strategy '", o.strategy,
-        "' does not train dlrm: its embedding table lives on parameter servers; use "
-        "parameter_server"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--strategy '", o.strategy,
+                     "' does not train dlrm: its embedding table lives on parameter servers; use "
+                     "parameter_server"));
   }
   if (o.data_dir.empty()) {
     return absl::InvalidArgumentError(absl::StrCat("--model dlrm needs --data-dir: ", kDataHelp));

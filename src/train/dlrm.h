@@ -89,10 +89,10 @@ class DlrmModel final : public Model {
 
  private:
   DlrmOptions extra_;
-  DlrmDataSource source_;                  // set by load()
-  std::shared_ptr<const DlrmData> data_;   // set by load()
-  DlrmSpec spec_;                          // its table set by create_variables()
-  std::string optimizer_;                  // set by load()
+  DlrmDataSource source_;                 // set by load()
+  std::shared_ptr<const DlrmData> data_;  // set by load()
+  DlrmSpec spec_;                         // its table set by create_variables()
+  std::string optimizer_;                 // set by load()
   DynamicEmbedding table_;
 };
 

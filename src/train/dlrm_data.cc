@@ -31,7 +31,8 @@ DlrmExamples to_examples(const CriteoData& d, int64_t begin, int64_t end) {
           static_cast<float>(std::log1p(static_cast<double>(std::max<int64_t>(x, 0))));
     }
     for (int f = 0; f < kCriteoCategoricalFeatures; ++f) {
-      keys[r * kCriteoCategoricalFeatures + f] = d.keys[(begin + r) * kCriteoCategoricalFeatures + f];
+      keys[r * kCriteoCategoricalFeatures + f] =
+          d.keys[(begin + r) * kCriteoCategoricalFeatures + f];
     }
   }
   return out;
@@ -61,14 +62,14 @@ absl::StatusOr<DlrmData> read_dlrm_data(const DlrmDataSource& source) {
         absl::StrCat("--data-dir '", source.data_dir, "' holds ", n,
                      " example(s); dlrm needs at least 2 (training and test)"));
   }
-  const int64_t num_test = std::clamp<int64_t>(
-      std::llround(static_cast<double>(n) * source.test_fraction), 1, n - 1);
+  const int64_t num_test =
+      std::clamp<int64_t>(std::llround(static_cast<double>(n) * source.test_fraction), 1, n - 1);
   DlrmData data;
   data.train = to_examples(raw, 0, n - num_test);
   data.test = to_examples(raw, n - num_test, n);
   data.skipped_lines = raw.skipped_lines;
-  data.description = absl::StrCat(what, ": ", data.train.size(), " train / ", data.test.size(),
-                                  " test examples");
+  data.description =
+      absl::StrCat(what, ": ", data.train.size(), " train / ", data.test.size(), " test examples");
   if (raw.skipped_lines > 0) {
     absl::StrAppend(&data.description, "; ", raw.skipped_lines,
                     " bad line(s) skipped, the first: ", raw.first_skipped);
@@ -106,10 +107,12 @@ absl::StatusOr<DlrmDataSource> DlrmDataSource::from_structure(const Structure& s
   if (fraction == f.end() || fraction->second.kind() != Structure::Kind::kFloat) {
     return bad("test_fraction");
   }
-  if (skip == f.end() || skip->second.kind() != Structure::Kind::kBool) return bad("skip_bad_lines");
+  if (skip == f.end() || skip->second.kind() != Structure::Kind::kBool)
+    return bad("skip_bad_lines");
   out.data_dir = dir->second.string_value();
   out.test_fraction = fraction->second.float_value();
-  if (!(out.test_fraction > 0.0 && out.test_fraction < 1.0)) return bad("test_fraction not in (0, 1)");
+  if (!(out.test_fraction > 0.0 && out.test_fraction < 1.0))
+    return bad("test_fraction not in (0, 1)");
   out.bad_lines = skip->second.bool_value() ? CriteoBadLines::kSkip : CriteoBadLines::kError;
   return out;
 }

@@ -35,9 +35,8 @@ absl::Status check(const DlrmSpec& spec, const std::vector<Tensor>& params,
   }
   for (size_t i = 0; i < shapes.size(); ++i) {
     if (params[i].dtype() != DType::kFloat32 || params[i].shape() != shapes[i]) {
-      return bad_input(absl::StrCat("parameter ", i, " should be float32 ",
-                                    shape_string(shapes[i]), "; got ",
-                                    av(dtype_name(params[i].dtype())), " ",
+      return bad_input(absl::StrCat("parameter ", i, " should be float32 ", shape_string(shapes[i]),
+                                    "; got ", av(dtype_name(params[i].dtype())), " ",
                                     shape_string(params[i].shape())));
     }
   }
@@ -47,7 +46,8 @@ absl::Status check(const DlrmSpec& spec, const std::vector<Tensor>& params,
     return bad_input("dense features must be float32 [B, 13]");
   }
   const int64_t b = batch.dense.dim(0);
-  if (batch.index.dtype() != DType::kInt64 || batch.index.shape() != Shape{b, kDlrmSparseFeatures}) {
+  if (batch.index.dtype() != DType::kInt64 ||
+      batch.index.shape() != Shape{b, kDlrmSparseFeatures}) {
     return bad_input("the index must be int64 [B, 26]");
   }
   if (batch.rows.dtype() != DType::kFloat32 || batch.rows.rank() != 2 || batch.rows.dim(1) != d) {
@@ -180,9 +180,9 @@ absl::StatusOr<DlrmSpec> DlrmSpec::from_structure(const Structure& s) {
   PSFLOW_ASSIGN_OR_RETURN(spec.bottom, kSpecArgs.int_list(s, "bottom", kMaxLayers, 1, kMaxDim));
   PSFLOW_ASSIGN_OR_RETURN(spec.top, kSpecArgs.int_list(s, "top", kMaxLayers, 1, kMaxDim));
   if (spec.bottom.empty() || spec.bottom.back() != spec.embedding_dim) {
-    return kSpecArgs.malformed(
-        absl::StrCat("the bottom MLP must end in embedding_dim (", spec.embedding_dim,
-                     ") units, to interact with the embeddings"));
+    return kSpecArgs.malformed(absl::StrCat("the bottom MLP must end in embedding_dim (",
+                                            spec.embedding_dim,
+                                            ") units, to interact with the embeddings"));
   }
   PSFLOW_ASSIGN_OR_RETURN(const Structure* table,
                           kSpecArgs.field(s, "table", Structure::Kind::kNone));

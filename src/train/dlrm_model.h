@@ -65,17 +65,18 @@ struct DlrmBatch {
 
 // Results of one forward/backward pass. Thread-safety: a value type.
 struct DlrmGradients {
-  double loss = 0.0;            // batch mean
-  Tensor probabilities;         // [B, 1]
-  std::vector<Tensor> dense;    // one per dense parameter
-  Tensor rows;                  // float32 [U, d]: d loss / d rows
+  double loss = 0.0;          // batch mean
+  Tensor probabilities;       // [B, 1]
+  std::vector<Tensor> dense;  // one per dense parameter
+  Tensor rows;                // float32 [U, d]: d loss / d rows
 };
 
 [[nodiscard]] absl::StatusOr<Tensor> dlrm_logits(const DlrmSpec& spec,
                                                  const std::vector<Tensor>& params,
                                                  const DlrmBatch& batch);
-[[nodiscard]] absl::StatusOr<DlrmGradients> dlrm_forward_backward(
-    const DlrmSpec& spec, const std::vector<Tensor>& params, const DlrmBatch& batch);
+[[nodiscard]] absl::StatusOr<DlrmGradients> dlrm_forward_backward(const DlrmSpec& spec,
+                                                                  const std::vector<Tensor>& params,
+                                                                  const DlrmBatch& batch);
 
 }  // namespace psflow::internal
 

@@ -116,8 +116,8 @@ absl::StatusOr<Structure> run_dlrm_steps(WorkerContext& ctx, const Structure& ar
   PSFLOW_ASSIGN_OR_RETURN(std::shared_ptr<const StepState> shared,
                           step_state_for(ctx, kClosure, config));
   // step_state_for found the ps clients.
-  PSFLOW_ASSIGN_OR_RETURN(DynamicEmbedding table,
-                          DynamicEmbedding::from_handle(config.model.table, *ctx.variable_clients()));
+  PSFLOW_ASSIGN_OR_RETURN(DynamicEmbedding table, DynamicEmbedding::from_handle(
+                                                      config.model.table, *ctx.variable_clients()));
   // Bound to this closure: a retry's lookups and updates apply once on the
   // ps (the shared state stays unbound across closures).
   const StepState state{shared->variables, ctx.bind(*shared->optimizer)};

@@ -1,5 +1,3 @@
-#include "train/dlrm_model.h"
-
 #include <cmath>
 #include <random>
 #include <vector>
@@ -7,6 +5,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "psflow/nn.h"
+#include "train/dlrm_model.h"
 
 namespace psflow::internal {
 namespace {

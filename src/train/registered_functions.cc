@@ -14,14 +14,14 @@ using internal::check_data;
 using internal::kCheckDataFunction;
 using internal::kDlrmDataset;
 using internal::kDlrmStepFunction;
-using internal::make_dlrm_dataset;
-using internal::run_dlrm_steps;
 using internal::kTrainDataset;
 using internal::kTrainStepFunction;
 using internal::kWideDeepDataset;
 using internal::kWideDeepStepFunction;
+using internal::make_dlrm_dataset;
 using internal::make_train_dataset;
 using internal::make_wide_deep_dataset;
+using internal::run_dlrm_steps;
 using internal::run_train_steps;
 using internal::run_wide_deep_steps;
 

@@ -15,8 +15,8 @@
 namespace psflow::internal {
 namespace {
 
-using ::psflow::internal::testing::TestProcess;
 using ::psflow::internal::testing::test_environment;
+using ::psflow::internal::testing::TestProcess;
 using ::testing::HasSubstr;
 
 std::string run_to_end(const std::vector<std::string>& argv, absl::Duration timeout) {
@@ -38,11 +38,11 @@ TEST(DlrmCliTest, TrainsOnAGeneratedCriteoFile) {
       absl::Seconds(60));
   EXPECT_THAT(out1, HasSubstr("wrote 60000 Criteo-shaped rows"));
   const std::string run_dir = dir + "/run";
-  const std::string out = run_to_end(
-      {PSFLOW_BINARY_PATH, "train", "--model", "dlrm", "--data-dir", data, "--num-ps", "1",
-       "--num-workers", "2", "--epochs", "3", "--batch-size", "256", "--steps-per-execution",
-       "10", "--run-dir", run_dir, "--insecure"},
-      absl::Seconds(120));
+  const std::string out =
+      run_to_end({PSFLOW_BINARY_PATH, "train", "--model", "dlrm", "--data-dir", data, "--num-ps",
+                  "1", "--num-workers", "2", "--epochs", "3", "--batch-size", "256",
+                  "--steps-per-execution", "10", "--run-dir", run_dir, "--insecure"},
+                 absl::Seconds(120));
   EXPECT_THAT(out, HasSubstr("54000 train / 6000 test examples"));
   EXPECT_THAT(out, HasSubstr("epoch 3/3: train loss"));
   std::ifstream file(run_dir + "/summary.json");
@@ -78,21 +78,21 @@ TEST(DlrmCliTest, ABadLineNamesFileLineAndField) {
     for (int i = 0; i < 100; ++i) f << line << "\n";
     f << "0\t1\t2\n";
   }
-  TestProcess p({PSFLOW_BINARY_PATH, "train", "--model", "dlrm", "--data-dir", dir + "/bad.tsv",
-                 "--num-ps", "1", "--num-workers", "1", "--epochs", "1", "--run-dir",
-                 dir + "/run", "--insecure"},
-                test_environment());
+  TestProcess p(
+      {PSFLOW_BINARY_PATH, "train", "--model", "dlrm", "--data-dir", dir + "/bad.tsv", "--num-ps",
+       "1", "--num-workers", "1", "--epochs", "1", "--run-dir", dir + "/run", "--insecure"},
+      test_environment());
   ASSERT_GT(p.pid(), 0);
   const std::string out = p.read_stdout(absl::Now() + absl::Seconds(60));
   const std::string err = p.read_stderr(absl::Now() + absl::Seconds(5));
   EXPECT_NE(p.wait_exit_code(absl::Now() + absl::Seconds(30)), 0);
   EXPECT_THAT(err + out, HasSubstr(dir + "/bad.tsv:101: 3 tab-separated fields"));
   // --bad-lines skip trains on the good lines and counts the bad one.
-  const std::string skipped = run_to_end(
-      {PSFLOW_BINARY_PATH, "train", "--model", "dlrm", "--data-dir", dir + "/bad.tsv",
-       "--bad-lines", "skip", "--num-ps", "1", "--num-workers", "1", "--epochs", "1",
-       "--batch-size", "16", "--run-dir", dir + "/run-skip", "--insecure"},
-      absl::Seconds(60));
+  const std::string skipped =
+      run_to_end({PSFLOW_BINARY_PATH, "train", "--model", "dlrm", "--data-dir", dir + "/bad.tsv",
+                  "--bad-lines", "skip", "--num-ps", "1", "--num-workers", "1", "--epochs", "1",
+                  "--batch-size", "16", "--run-dir", dir + "/run-skip", "--insecure"},
+                 absl::Seconds(60));
   EXPECT_THAT(skipped, HasSubstr("90 train / 10 test examples; 1 bad line(s) skipped"));
   std::ifstream file(dir + "/run-skip/summary.json");
   ASSERT_TRUE(file.good()) << skipped;
