@@ -48,6 +48,7 @@ double normal_of(uint64_t bits) {
 }
 
 // The row's random stream: depends only on (seed, row).
+// Thread-safety: use from one thread.
 class RowRng {
  public:
   RowRng(uint64_t seed, int64_t row)
@@ -65,7 +66,7 @@ uint64_t column_rank_hash(uint64_t seed, uint64_t salt, int column, int64_t rank
              mix((static_cast<uint64_t>(column) << 40) + static_cast<uint64_t>(rank)));
 }
 
-// One row's draws.
+// One row's draws. Thread-safety: a value type.
 struct Row {
   bool label = false;
   std::array<std::optional<int64_t>, kCriteoDenseFeatures> dense;

@@ -143,6 +143,7 @@ absl::Status parse_line(std::string_view line, std::string_view source, int64_t 
   return absl::OkStatus();
 }
 
+// Thread-safety: stateless.
 struct GzCloser {
   void operator()(gzFile f) const { gzclose(f); }
 };

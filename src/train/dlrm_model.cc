@@ -63,7 +63,8 @@ absl::Status check(const DlrmSpec& spec, const std::vector<Tensor>& params,
   return absl::OkStatus();
 }
 
-// Forward activations kept for the backward pass.
+// Forward activations kept for the backward pass. Thread-safety: a value
+// type.
 struct Forward {
   std::vector<Tensor> bottom_inputs;  // input of each bottom layer
   Tensor z;                           // bottom output [B, d] (after ReLU)

@@ -43,8 +43,9 @@ struct DlrmStepMetrics {
 // Runs config.steps steps on ctx's worker: next batch -> distinct keys ->
 // the table's rows of those keys (one lookup per ps task holding some, in
 // parallel with reading the dense parameters) -> forward/backward ->
-// the dense gradients through the run's optimizer and the rows' gradients
-// through the table's (both applied on the ps). The table and the
+// the dense gradients through the run's optimizer (with its schedule) and
+// the rows' gradients through the table's (at the constant learning rate of
+// the settings; both applied on the ps). The table and the
 // optimizer are bound to the closure, so a retried closure's lookups and
 // updates apply once.
 [[nodiscard]] absl::StatusOr<Structure> run_dlrm_steps(WorkerContext& ctx, const Structure& args);
