@@ -30,6 +30,7 @@ CLANG_CMAKE = CC=clang-14 CXX=clang++-14 cmake -S . -G Ninja \
   -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DPSFLOW_PYTHON=OFF
 # Every report fails its test; stacks symbolized (llvm-symbolizer-14).
 export ASAN_OPTIONS ?= detect_leaks=1:abort_on_error=0:detect_stack_use_after_return=0
+export LSAN_OPTIONS ?= suppressions=$(CURDIR)/fuzz/lsan.supp
 export UBSAN_OPTIONS ?= print_stacktrace=1:halt_on_error=1
 export TSAN_OPTIONS ?= halt_on_error=0:second_deadlock_stack=1:suppressions=$(CURDIR)/fuzz/tsan.supp
 export ASAN_SYMBOLIZER_PATH ?= /usr/lib/llvm-14/bin/llvm-symbolizer
@@ -108,7 +109,12 @@ demo-dlrm: build
 bench: build
 	python3 bench/run_benchmarks.py --build-dir $(BUILD_DIR)
 	python3 bench/multihost_bench.py --build-dir $(BUILD_DIR)
+	python3 bench/multihost_bandwidth.py --build-dir $(BUILD_DIR)
+	python3 bench/overlap_bench.py --build-dir $(BUILD_DIR)
+	python3 bench/gemm_backend.py --build-dir $(BUILD_DIR)
 	python3 bench/train_vs_torch.py --build-dir $(BUILD_DIR)
+	python3 bench/python_torch_vs_rpc.py --build-dir $(BUILD_DIR)
+	python3 bench/embedding_fill.py --build-dir $(BUILD_DIR)
 	python3 bench/dlrm_vs_torch.py --build-dir $(BUILD_DIR)
 
 format: deps

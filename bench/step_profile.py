@@ -42,7 +42,8 @@ import time
 RULES = [
     ("compute (forward/backward)", {"worker"},
      r"mlp_forward_backward|dense_forward|dense_backward|relu_backward|nn::relu@|"
-     r"sparse_softmax_cross_entropy|^Eigen::internal::(gebp|gemm|general_matrix)"),
+     r"sparse_softmax_cross_entropy|^Eigen::internal::(gebp|gemm|general_matrix)|"
+     r"^[^<]*@libopenblas"),
     ("data pipeline", {"worker"},
      r"flatten_images|fill_buffer|ShuffleIterator|BatchIterator|PrefetchIterator|"
      r"stack_elements|Dataset|dataset_|IteratorGetNext|get_next_batch|Tensor::slice|"

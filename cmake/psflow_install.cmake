@@ -50,7 +50,7 @@ install(FILES ${PROJECT_BINARY_DIR}/psflowConfig.cmake
 set(psflow_pc_modules
   gRPC::grpc++=grpc++ protobuf::libprotobuf=protobuf ZLIB::ZLIB=zlib
   Eigen3::Eigen=eigen3 nlohmann_json::nlohmann_json=nlohmann_json
-  OpenSSL::SSL=libssl OpenSSL::Crypto=libcrypto)
+  OpenSSL::SSL=libssl OpenSSL::Crypto=libcrypto OpenBLAS::OpenBLAS=openblas)
 set(psflow_pc_libs)
 set(psflow_pc_requires)
 set(psflow_link_order ${psflow_layers})

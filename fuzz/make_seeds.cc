@@ -122,6 +122,24 @@ void ps_execute() {
   write("ps_execute", "lifecycle",
         std::string(1, '\3') + flatten(encode_execute_request(lifecycle)));
 
+  // A dynamic table defined, its rows replaced, then exported.
+  ExecuteBatch tables;
+  DynamicEmbeddingOptions table;
+  table.dim = 2;
+  table.optimizer.kind = OptimizerConfig::Kind::kAdagrad;
+  VariableOpArgs import =
+      op(v1::VariableOp::DE_IMPORT, "t", Tensor::from_vector<float>({1, 2, 3, 4}, {2, 2}),
+         Tensor::from_vector<int64_t>({5, -9}, {2}));
+  import.table = internal::table_options_to_bytes(table);
+  import.slot_names = {"accumulator", "last_seen"};
+  import.slots = {Tensor::from_vector<float>({0.1f, 0.1f, 0.1f, 0.1f}, {2, 2}),
+                  Tensor::from_vector<int64_t>({3, 4}, {2})};
+  import.step = 4;
+  import.optimizer_steps = 2;
+  tables.ops.push_back(import);
+  tables.ops.push_back(op(v1::VariableOp::DE_EXPORT, "t"));
+  write("ps_execute", "tables", std::string(1, '\3') + flatten(encode_execute_request(tables)));
+
   write("ps_execute", "response",
         std::string(1, '\x80') + flatten(internal::encode_execute_response(
                                      {Tensor::scalar(1.0f), Tensor::from_strings({"x"}, {1})})));
@@ -234,6 +252,29 @@ void checkpoint_index() {
   index.variables = {w, s};
   write("checkpoint_index", "two_variables.json", ckpt::index_to_json(index));
   write("checkpoint_index", "empty.json", ckpt::index_to_json(ckpt::CheckpointIndex{}));
+  // A dynamic embedding table over both files.
+  ckpt::TableEntry table;
+  table.name = "user_ids";
+  table.options.dim = 2;
+  table.options.seed = 7;
+  table.options.optimizer.kind = OptimizerConfig::Kind::kAdagrad;
+  table.options.ttl_steps = 100;
+  for (int t = 0; t < 2; ++t) {
+    const std::string prefix = "table/user_ids/shard_" + std::to_string(t);
+    ckpt::TableShardEntry e;
+    e.task = t;
+    e.file = "ps-" + std::to_string(t) + ".safetensors";
+    e.rows = 3 - t;
+    e.clock = 12;
+    e.applies = 4;
+    e.keys = prefix + "/keys";
+    e.values = prefix + "/values";
+    e.last_seen = prefix + "/last_seen";
+    e.slots = {{"accumulator", prefix + "/accumulator"}};
+    table.shards.push_back(e);
+  }
+  index.tables = {table};
+  write("checkpoint_index", "table.json", ckpt::index_to_json(index));
 }
 
 void tfrecord() {

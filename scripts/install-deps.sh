@@ -22,6 +22,9 @@ PACKAGES=(
   # OpenBLAS for the torch baselines of bench/ (Debian's torch calls the
   # libblas.so.3 alternative; the reference BLAS is ~30x slower).
   libopenblas0-pthread
+  # The dense layers' GEMM (cmake/psflow_gemm.cmake, PSFLOW_GEMM=openblas):
+  # OpenBLAS through Eigen's BLAS interface, linked as libopenblas.so.
+  libopenblas-pthread-dev
   dataset-fashion-mnist
 )
 

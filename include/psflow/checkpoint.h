@@ -30,6 +30,14 @@
 // variable's shape). A part's restored step count (Adam's bias correction)
 // is the largest among the saved parts that held its rows; rows whose saved
 // part had no optimizer state get the slots' initial values.
+//
+// Dynamic embedding tables (DynamicEmbedding) are saved in the same
+// checkpoint: per ps task its keys, values, optimizer slots and last-seen
+// steps, and the table's definition in index.json. A restore sends every
+// saved row to the ps task its key hashes to now, so it works into another
+// number of ps tasks; the admission counts of keys without a row are not
+// saved (restored tables count sightings afresh). docs/embeddings.md,
+// "Checkpoints".
 #ifndef PSFLOW_CHECKPOINT_H_
 #define PSFLOW_CHECKPOINT_H_
 
@@ -42,6 +50,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "psflow/dynamic_embedding.h"
 #include "psflow/optimizer.h"
 #include "psflow/variable.h"
 
@@ -65,11 +74,19 @@ class Checkpoint {
   [[nodiscard]] static absl::StatusOr<Checkpoint> create(
       std::map<std::string, ShardedVariable> variables,
       std::optional<Optimizer> optimizer = std::nullopt);
+  // With dynamic embedding tables, also under names of the caller's
+  // choosing (a namespace apart from the variables'); pass
+  // strategy->dynamic_embeddings() for every table of a strategy.
+  // INVALID_ARGUMENT for an empty or non-UTF-8 name or an empty handle.
+  [[nodiscard]] static absl::StatusOr<Checkpoint> create(
+      std::map<std::string, ShardedVariable> variables, std::optional<Optimizer> optimizer,
+      std::map<std::string, DynamicEmbedding> tables);
 
   [[nodiscard]] const std::map<std::string, ShardedVariable>& variables() const {
     return variables_;
   }
   [[nodiscard]] const std::optional<Optimizer>& optimizer() const { return optimizer_; }
+  [[nodiscard]] const std::map<std::string, DynamicEmbedding>& tables() const { return tables_; }
 
   // TF's checkpoint.write(path): reads every part's value, slots and step
   // count (one request per task, all tasks in parallel), then writes the
@@ -77,7 +94,8 @@ class Checkpoint {
   // is created if needed. Each part is read atomically on its task; the
   // parts are not one atomic cut of the whole model (training may continue
   // meanwhile, as in TF). INVALID_ARGUMENT for string variables (safetensors
-  // has no string dtype).
+  // has no string dtype). Each table shard is copied on its task under the
+  // shard's lock: the rows after a prefix of the updates that task applied.
   [[nodiscard]] absl::Status save(const std::string& path) const;
 
   // TF's checkpoint.restore(path): reads and checks the whole checkpoint
@@ -93,16 +111,24 @@ class Checkpoint {
   // Saved variables that are not tracked are ignored. With a tracked
   // optimizer, the checkpoint must hold iterations and, if it names an
   // optimizer, the same kind. Parts that a ps no longer holds (it
-  // restarted) are created again.
+  // restarted) are created again. Every tracked table must be in the
+  // checkpoint with the same definition (options); its rows replace the
+  // table's on every ps task (rows the checkpoint does not hold are gone),
+  // after the checks above and of every saved row (dtype and shape of its
+  // tensors, row counts, duplicate keys).
   [[nodiscard]] absl::Status restore(const std::string& path) const;
 
  private:
   friend class CheckpointManager;
-  Checkpoint(std::map<std::string, ShardedVariable> variables, std::optional<Optimizer> optimizer)
-      : variables_(std::move(variables)), optimizer_(std::move(optimizer)) {}
+  Checkpoint(std::map<std::string, ShardedVariable> variables, std::optional<Optimizer> optimizer,
+             std::map<std::string, DynamicEmbedding> tables)
+      : variables_(std::move(variables)),
+        optimizer_(std::move(optimizer)),
+        tables_(std::move(tables)) {}
 
   std::map<std::string, ShardedVariable> variables_;
   std::optional<Optimizer> optimizer_;
+  std::map<std::string, DynamicEmbedding> tables_;
 };
 
 // TF's delayed restore (restore-on-create): a checkpoint restored before

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -25,6 +26,7 @@
 #include "absl/time/time.h"
 #include "psflow/cluster_resolver.h"
 #include "psflow/cluster_spec.h"
+#include "psflow/dynamic_embedding.h"
 #include "psflow/partitioners.h"
 #include "psflow/tensor.h"
 #include "psflow/variable.h"
@@ -214,8 +216,14 @@ class ParameterServerStrategy {
   // Clients for ("ps", i) and, for variables made outside any scope,
   // ("chief", 0): rebuilds variables from handles in this process.
   [[nodiscard]] VariableClientLookup client_lookup() const;
+  // The dynamic embedding tables made through this strategy
+  // (DynamicEmbedding::get_variable), by name: what a checkpoint of the
+  // model holds beside its variables (`psflow train` saves them all).
+  [[nodiscard]] std::map<std::string, DynamicEmbedding> dynamic_embeddings() const
+      ABSL_LOCKS_EXCLUDED(tables_mu_);
 
  private:
+  friend class DynamicEmbedding;
   friend struct internal::StrategyAccess;
   friend struct internal::StrategyCoordinatorSlot;
   ParameterServerStrategy(ClusterSpec spec, Partitioner partitioner,
@@ -240,6 +248,10 @@ class ParameterServerStrategy {
   // because that layer sits above this one.
   mutable absl::Mutex coordinator_mu_;
   mutable std::weak_ptr<void> coordinator_ ABSL_GUARDED_BY(coordinator_mu_);
+  // Recorded by DynamicEmbedding::get_variable, which takes the strategy
+  // as const.
+  mutable absl::Mutex tables_mu_;
+  mutable std::map<std::string, DynamicEmbedding> tables_ ABSL_GUARDED_BY(tables_mu_);
 };
 
 // TF's tf.Variable(initial_value, name=...): inside a strategy scope, the

@@ -17,6 +17,10 @@ from psflow import _psflow
 from psflow import errors
 from psflow import train
 from psflow import distribute
+from psflow import data
+from psflow import keras
+from psflow._steps import function
+from psflow._psflow import read_values
 from psflow._functions import RegisteredFunction
 from psflow._psflow import Variable
 from psflow.local_cluster import LocalCluster
@@ -35,5 +39,5 @@ class IndexedSlices:
         return "IndexedSlices(values=%r, indices=%r)" % (self.values, self.indices)
 
 
-__all__ = ["errors", "train", "distribute", "Variable", "IndexedSlices", "LocalCluster",
+__all__ = ["errors", "train", "distribute", "data", "keras", "function", "read_values", "Variable", "IndexedSlices", "LocalCluster",
            "RegisteredFunction"]

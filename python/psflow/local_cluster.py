@@ -53,6 +53,39 @@ def find_binary(binary=None):
                             "PSFLOW_BINARY to its path" % ", ".join(tried))
 
 
+def _modules(python_module):
+    if python_module is None:
+        return []
+    if isinstance(python_module, str):
+        python_module = [python_module]
+    modules = []
+    for m in python_module:
+        if not isinstance(m, str) or not m or not all(p.isidentifier() for p in m.split(".")):
+            raise ValueError("LocalCluster: python_module must be module names such as "
+                             "'my_model.steps', got %r" % (m,))
+        modules.append(m)
+    return modules
+
+
+def _export_python_environment():
+    """What the tasks (children, which inherit this environment) need to
+    import psflow and the user's modules as this process does: this
+    interpreter ($PSFLOW_PYTHON) and its import path ($PYTHONPATH)."""
+    import sys
+    os.environ.setdefault("PSFLOW_PYTHON", sys.executable)
+    package_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    paths = [package_root] + [os.path.abspath(p or os.curdir) for p in sys.path
+                              if p == "" or (os.path.isdir(p) and "site-packages" not in p
+                                             and "dist-packages" not in p
+                                             and not p.startswith(sys.base_prefix))]
+    current = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    merged = []
+    for p in current + paths:
+        if p not in merged:
+            merged.append(p)
+    os.environ["PYTHONPATH"] = os.pathsep.join(merged)
+
+
 def _count(value, what, minimum):
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError("LocalCluster: %s must be an int, got %r" % (what, value))
@@ -70,12 +103,17 @@ class LocalCluster:
     presents the chief's certificate while the cluster lives) unless
     `insecure`. `log_dir`: one log file per task there (else the tasks
     write to this process's stderr). `server_flags` go to every task's
-    `psflow server` command line.
+    `psflow server` command line. `python_module` (a module name or a
+    list): every worker imports it (`psflow server --python MODULE`, a
+    Python process; the ps tasks ignore it), so that its
+    @psflow.function steps run on the workers; the tasks get this interpreter and import path
+    ($PSFLOW_PYTHON, $PYTHONPATH of this process are set for them).
     """
 
     def __init__(self, num_ps=2, num_workers=2, *, binary=None, host="127.0.0.1",
                  startup_timeout=30.0, log_dir=None, max_restarts=0, server_flags=(),
-                 insecure=False, tls_dir=None):
+                 insecure=False, tls_dir=None, python_module=None):
+        self._python_modules = _modules(python_module)
         self._num_ps = _count(num_ps, "num_ps", 1)
         self._num_workers = _count(num_workers, "num_workers", 1)
         self._max_restarts = _count(max_restarts, "max_restarts", 0)
@@ -98,9 +136,13 @@ class LocalCluster:
         if self._native is not None:
             raise RuntimeError("LocalCluster: already started")
         binary = find_binary(self._binary)
+        flags = list(self._server_flags)
+        if self._python_modules:
+            _export_python_environment()
+            flags += ["--python", ",".join(self._python_modules)]
         self._native = _psflow._LocalCluster(
             self._num_ps, self._num_workers, binary, self._host, self._startup_timeout,
-            self._log_dir or "", self._max_restarts, self._server_flags, self._insecure,
+            self._log_dir or "", self._max_restarts, flags, self._insecure,
             self._tls_dir or "")
         return self
 

@@ -1,4 +1,4 @@
-"""TF's tf.train names psflow has: ClusterSpec."""
+"""TF's tf.train names psflow has: ClusterSpec, Checkpoint, CheckpointManager."""
 
 import json
 
@@ -105,3 +105,88 @@ class ClusterSpec:
 
     def __repr__(self):
         return "ClusterSpec(%r)" % (self.as_dict(),)
+
+
+def _tracked_variables(kwargs):
+    """{name: Variable} of Checkpoint's keyword arguments: a Variable by its
+    keyword, lists / tuples / dicts of them as "<keyword>/<index or key>"."""
+    from psflow import _psflow
+    out = {}
+
+    def add(name, value):
+        if isinstance(value, _psflow.Variable):
+            out[name] = value
+        elif isinstance(value, (list, tuple)):
+            for i, v in enumerate(value):
+                add("%s/%d" % (name, i), v)
+        elif isinstance(value, dict):
+            for k, v in value.items():
+                add("%s/%s" % (name, k), v)
+        else:
+            raise TypeError("Checkpoint: %r is a %s; track psflow.Variables (or lists and "
+                            "dicts of them) and one optimizer" % (name, type(value).__name__))
+    for name, value in kwargs.items():
+        add(name, value)
+    return out
+
+
+class Checkpoint:
+    """TF's tf.train.Checkpoint(**objects) over psflow's C++ checkpoints:
+    Variables (or lists / dicts of them) by keyword, and `optimizer=` a
+    psflow.keras optimizer (its iterations; slots are saved with the
+    variables). write(path) saves a directory of safetensors files;
+    restore(path) checks the whole checkpoint before changing anything.
+    Restoring into another ps count or partitioning works (the parts are
+    re-cut)."""
+
+    def __init__(self, **kwargs):
+        from psflow import _psflow
+        from psflow.keras.optimizers import Optimizer
+        optimizer = kwargs.pop("optimizer", None)
+        if optimizer is not None and not isinstance(optimizer, Optimizer):
+            raise TypeError("Checkpoint: optimizer must be a psflow.keras.optimizers "
+                            "optimizer, got %s" % type(optimizer).__name__)
+        self._native = _psflow._Checkpoint(_tracked_variables(kwargs), optimizer)
+
+    def write(self, path):
+        """Saves to the directory `path` (which must not exist); returns it."""
+        self._native.write(str(path))
+        return str(path)
+
+    def restore(self, path):
+        self._native.restore(str(path))
+        return self
+
+
+class CheckpointManager:
+    """TF's tf.train.CheckpointManager: numbered checkpoints
+    <directory>/ckpt-<N>, the oldest deleted beyond max_to_keep (None:
+    keep all)."""
+
+    def __init__(self, checkpoint, directory, max_to_keep=None):
+        from psflow import _psflow
+        if not isinstance(checkpoint, Checkpoint):
+            raise TypeError("CheckpointManager: checkpoint must be a psflow.train.Checkpoint")
+        self._native = _psflow._CheckpointManager(checkpoint._native, str(directory),
+                                                  max_to_keep)
+
+    def save(self):
+        """Saves the next checkpoint; returns its path."""
+        return self._native.save()
+
+    @property
+    def latest_checkpoint(self):
+        return self._native.latest_checkpoint
+
+    @property
+    def checkpoints(self):
+        return self._native.checkpoints
+
+    @property
+    def directory(self):
+        return self._native.directory
+
+    def restore_or_initialize(self):
+        """Restores the latest checkpoint and returns its path; None when
+        there is none (the variables keep their values)."""
+        return self._native.restore_or_initialize()

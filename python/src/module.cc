@@ -2,6 +2,7 @@
 #include <pybind11/pybind11.h>
 
 #include "bindings.h"
+#include "train_bindings.h"
 
 PYBIND11_MODULE(_psflow, m) {
   m.doc() = "psflow's C++ runtime; use the psflow package, not this module.";
@@ -13,4 +14,6 @@ PYBIND11_MODULE(_psflow, m) {
   psflow::python::init_coordinator(m);
   psflow::python::init_local_cluster(m);
   psflow::python::init_reduce(m);
+  psflow::python::init_python_steps(m);
+  psflow::python::init_checkpoint(m);
 }

@@ -17,9 +17,11 @@
 #include "checkpoint/index.h"
 #include "checkpoint/reshard.h"
 #include "checkpoint/safetensors.h"
+#include "embedding/dynamic_table.h"
 #include "optimizer/optimizer.h"
 #include "psflow/cluster_spec.h"
 #include "psflow/status_macros.h"
+#include "strategy/dynamic_embedding_rows.h"
 #include "strategy/variable_snapshots.h"
 #include "tensor/codec_internal.h"
 
@@ -27,6 +29,7 @@ namespace psflow {
 
 using internal::av;
 using internal::optimizer_name;
+using internal::optimizer_slot_names;
 using internal::ShardSnapshot;
 using internal::validate_optimizer_slots;
 
@@ -119,6 +122,49 @@ absl::StatusOr<Prepared> prepare(const Checkpoint& ckpt) {
     }
     out.index.variables.push_back(std::move(entry));
   }
+  for (const auto& [name, table] : ckpt.tables()) {
+    PSFLOW_ASSIGN_OR_RETURN(std::vector<internal::DynamicTable::Rows> shards,
+                            internal::export_table_rows(table));
+    internal::checkpoint::TableEntry entry;
+    entry.name = name;
+    entry.options = table.options();
+    const std::vector<std::string_view> slot_names =
+        internal::optimizer_slot_names(table.options().optimizer.kind);
+    for (size_t t = 0; t < shards.size(); ++t) {
+      internal::DynamicTable::Rows& rows = shards[t];
+      internal::checkpoint::TableShardEntry e;
+      e.task = static_cast<int>(t);
+      e.file = absl::StrCat(av(kPsJob), "-", t, ".safetensors");
+      e.rows = rows.keys.num_elements();
+      e.clock = rows.clock;
+      e.applies = rows.applies;
+      const std::string prefix = absl::StrCat("table/", name, "/shard_", t);
+      e.keys = prefix + "/keys";
+      e.values = prefix + "/values";
+      e.last_seen = prefix + "/last_seen";
+      std::vector<internal::checkpoint::SafetensorsEntry>& file = out.files[e.file];
+      std::set<std::string>& used = keys[e.file];
+      auto add = [&](const std::string& key, Tensor tensor) -> absl::Status {
+        if (!used.insert(key).second) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("tensor key '", key, "' would appear twice in ", e.file,
+                           "; rename the checkpoint's variables or tables"));
+        }
+        file.push_back({key, std::move(tensor)});
+        return absl::OkStatus();
+      };
+      PSFLOW_RETURN_IF_ERROR(add(e.keys, std::move(rows.keys)));
+      PSFLOW_RETURN_IF_ERROR(add(e.values, std::move(rows.values)));
+      PSFLOW_RETURN_IF_ERROR(add(e.last_seen, std::move(rows.last_seen)));
+      for (size_t j = 0; j < slot_names.size(); ++j) {
+        const std::string key = absl::StrCat(prefix, "/", av(slot_names[j]));
+        PSFLOW_RETURN_IF_ERROR(add(key, std::move(rows.slots[j])));
+        e.slots.emplace(std::string(slot_names[j]), key);
+      }
+      entry.shards.push_back(std::move(e));
+    }
+    out.index.tables.push_back(std::move(entry));
+  }
   for (const auto& [file, entries] : out.files) {
     internal::checkpoint::FileEntry f;
     f.name = file;
@@ -128,6 +174,14 @@ absl::StatusOr<Prepared> prepare(const Checkpoint& ckpt) {
         if (p.file == file) {
           f.job = p.job;
           f.task = p.task;
+        }
+      }
+    }
+    for (const internal::checkpoint::TableEntry& t : out.index.tables) {
+      for (const internal::checkpoint::TableShardEntry& e : t.shards) {
+        if (e.file == file) {
+          f.job = std::string(kPsJob);
+          f.task = e.task;
         }
       }
     }
@@ -255,6 +309,10 @@ absl::StatusOr<Tensor> part_tensor(
     const std::map<std::string, internal::checkpoint::SafetensorsContents>& contents,
     const std::string& dir, const std::string& file, const std::string& key, DType dtype,
     const Shape& shape, std::string_view what) {
+  if (!contents.contains(file)) {
+    return absl::InvalidArgumentError(absl::StrCat(dir, ": ", av(what), " names file '", file,
+                                                   "', which index.json does not list"));
+  }
   const std::string path = (fs::path(dir) / file).string();
   const internal::checkpoint::SafetensorsContents& c = contents.at(file);
   auto it = c.tensors.find(key);
@@ -274,17 +332,75 @@ absl::StatusOr<Tensor> part_tensor(
 // checking every file (size, CRC32, safetensors structure) and that each
 // part names tensors of the dtype and shape index.json gives.
 using SavedParts = std::map<std::string, std::vector<internal::checkpoint::SavedPart>>;
-absl::StatusOr<SavedParts> read_saved_parts(const std::string& path, const CheckpointIndex& index) {
+using Contents = std::map<std::string, internal::checkpoint::SafetensorsContents>;
+using SavedTables = std::map<std::string, std::vector<internal::DynamicTable::Rows>>;
+
+// Every file: size, checksum, structure.
+absl::StatusOr<Contents> read_contents(const std::string& path, const CheckpointIndex& index) {
+  Contents contents;
+  for (const internal::checkpoint::FileEntry& f : index.files) {
+    PSFLOW_ASSIGN_OR_RETURN(contents[f.name], read_checked(path, f));
+  }
+  return contents;
+}
+
+// Every saved table's shards as the files hold them, each checked as a
+// shard's rows (tensors of the dtype and shape the index gives, distinct
+// keys, last-seen steps within the clock). A key saved in two shards is
+// found when the rows are regrouped for a restore (both land on one task).
+absl::StatusOr<SavedTables> read_saved_tables(const std::string& path, const CheckpointIndex& index,
+                                              const Contents& contents) {
+  const std::string index_path =
+      (fs::path(path) / std::string(internal::checkpoint::kIndexFileName)).string();
+  SavedTables out;
+  for (const internal::checkpoint::TableEntry& t : index.tables) {
+    if (absl::Status s = internal::DynamicTable::validate_options(t.options); !s.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(index_path, ": table '", t.name, "': ", s.message()));
+    }
+    // Capacity applies to the shards restored into, not to the saved ones.
+    DynamicEmbeddingOptions unbounded = t.options;
+    unbounded.capacity_per_shard = 0;
+    const int64_t dim = t.options.dim;
+    std::vector<internal::DynamicTable::Rows>& shards = out[t.name];
+    for (const internal::checkpoint::TableShardEntry& e : t.shards) {
+      const std::string what = absl::StrCat("table '", t.name, "' shard ", e.task);
+      internal::DynamicTable::Rows rows;
+      rows.clock = e.clock;
+      rows.applies = e.applies;
+      PSFLOW_ASSIGN_OR_RETURN(rows.keys, part_tensor(contents, path, e.file, e.keys, DType::kInt64,
+                                                     {e.rows}, what + " keys"));
+      PSFLOW_ASSIGN_OR_RETURN(
+          rows.last_seen, part_tensor(contents, path, e.file, e.last_seen, DType::kInt64, {e.rows},
+                                      what + " last_seen"));
+      PSFLOW_ASSIGN_OR_RETURN(
+          rows.values, part_tensor(contents, path, e.file, e.values, t.options.dtype, {e.rows, dim},
+                                   what + " values"));
+      for (std::string_view slot : internal::optimizer_slot_names(t.options.optimizer.kind)) {
+        auto it = e.slots.find(slot);
+        PSFLOW_ASSIGN_OR_RETURN(
+            Tensor tensor,
+            part_tensor(contents, path, e.file, it->second, t.options.dtype, {e.rows, dim},
+                        absl::StrCat(what, " slot '", av(slot), "'")));
+        rows.slots.push_back(std::move(tensor));
+      }
+      if (absl::Status s = internal::DynamicTable::validate_import(unbounded, rows); !s.ok()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(path, "/", e.file, ": ", what, ": ", s.message()));
+      }
+      shards.push_back(std::move(rows));
+    }
+  }
+  return out;
+}
+
+absl::StatusOr<SavedParts> read_saved_parts(const std::string& path, const CheckpointIndex& index,
+                                            const Contents& contents) {
   const std::string index_path =
       (fs::path(path) / std::string(internal::checkpoint::kIndexFileName)).string();
   auto index_error = [&](absl::string_view what) {
     return absl::InvalidArgumentError(absl::StrCat(index_path, ": ", what));
   };
-  // Every file: size, checksum, structure.
-  std::map<std::string, internal::checkpoint::SafetensorsContents> contents;
-  for (const internal::checkpoint::FileEntry& f : index.files) {
-    PSFLOW_ASSIGN_OR_RETURN(contents[f.name], read_checked(path, f));
-  }
   // Every part of every saved variable names tensors that exist as described.
   SavedParts saved;
   for (const VariableEntry& v : index.variables) {
@@ -299,8 +415,9 @@ absl::StatusOr<SavedParts> read_saved_parts(const std::string& path, const Check
       s.state.slots.optimizer = p.optimizer;
       s.state.slots.steps = p.steps;
       for (const auto& [slot, key] : p.slots) {
-        PSFLOW_ASSIGN_OR_RETURN(Tensor t, part_tensor(contents, path, p.file, key, v.dtype, p.shape,
-                                                      absl::StrCat(what, " slot '", slot, "'")));
+        PSFLOW_ASSIGN_OR_RETURN(Tensor t,
+                                part_tensor(contents, path, p.file, key, v.dtype, p.shape,
+                                            absl::StrCat(what, " slot '", av(slot), "'")));
         s.state.slots.slots.emplace(slot, std::move(t));
       }
       if (absl::Status st = validate_optimizer_slots(s.state.slots, v.dtype, p.shape, p.key);
@@ -362,7 +479,43 @@ absl::Status restore_checkpoint(const Checkpoint& ckpt, const std::string& path)
     }
     entries.push_back(e);
   }
-  PSFLOW_ASSIGN_OR_RETURN(SavedParts saved, read_saved_parts(path, index));
+  // The tracked tables against the index.
+  for (const auto& [name, table] : ckpt.tables()) {
+    const internal::checkpoint::TableEntry* t = index.find_table(name);
+    if (t == nullptr) {
+      std::vector<std::string> held;
+      for (const auto& s : index.tables) held.push_back(absl::StrCat("'", s.name, "'"));
+      return absl::NotFoundError(
+          absl::StrCat(index_path, ": no dynamic table '", name, "' in the checkpoint (it holds ",
+                       held.empty() ? "none" : absl::StrJoin(held, ", "), ")"));
+    }
+    if (!(t->options == table.options())) {
+      return index_error(absl::StrCat(
+          "dynamic table '", name, "' was saved with other options (dim ", t->options.dim,
+          ", seed ", t->options.seed, ", optimizer ", av(optimizer_name(t->options.optimizer.kind)),
+          ") than this one's (dim ", table.options().dim, ", seed ", table.options().seed,
+          ", optimizer ", av(optimizer_name(table.options().optimizer.kind)),
+          "); define the table as it was saved"));
+    }
+  }
+  PSFLOW_ASSIGN_OR_RETURN(Contents contents, read_contents(path, index));
+  PSFLOW_ASSIGN_OR_RETURN(SavedParts saved, read_saved_parts(path, index, contents));
+  PSFLOW_ASSIGN_OR_RETURN(SavedTables saved_tables, read_saved_tables(path, index, contents));
+  // Each table's rows for its current ps tasks, checked as each task will.
+  std::vector<std::pair<DynamicEmbedding, std::vector<internal::DynamicTable::Rows>>> tables;
+  for (const auto& [name, table] : ckpt.tables()) {
+    std::vector<internal::DynamicTable::Rows> shards = internal::reshard_table_rows(
+        saved_tables.at(name), table.num_shards(), table.options().dim);
+    for (size_t t = 0; t < shards.size(); ++t) {
+      if (absl::Status s = internal::DynamicTable::validate_import(table.options(), shards[t]);
+          !s.ok()) {
+        return index_error(absl::StrCat("dynamic table '", name, "' restored into ps task ", t,
+                                        " of ", shards.size(), ": ", s.message()));
+      }
+    }
+    tables.emplace_back(table, std::move(shards));
+  }
+  contents.clear();
   // Each current part's state, resharded where the layouts differ.
   const OptimizerConfig* fill = index.optimizer.has_value() ? &*index.optimizer
                                 : optimizer != nullptr      ? &optimizer->config()
@@ -393,7 +546,13 @@ absl::Status restore_checkpoint(const Checkpoint& ckpt, const std::string& path)
     variables.push_back(optimizer->iterations());
     states.push_back({std::move(it)});
   }
-  return internal::restore_variables(variables, states);
+  if (!variables.empty()) {
+    PSFLOW_RETURN_IF_ERROR(internal::restore_variables(variables, states));
+  }
+  for (const auto& [table, shards] : tables) {
+    PSFLOW_RETURN_IF_ERROR(internal::import_table_rows(table, shards));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -415,7 +574,9 @@ absl::StatusOr<CheckpointIndex> read_checkpoint_index(const std::string& path) {
 
 absl::Status verify_checkpoint(const std::string& path) {
   PSFLOW_ASSIGN_OR_RETURN(CheckpointIndex index, read_index(path));
-  return read_saved_parts(path, index).status();
+  PSFLOW_ASSIGN_OR_RETURN(Contents contents, read_contents(path, index));
+  PSFLOW_RETURN_IF_ERROR(read_saved_parts(path, index, contents).status());
+  return read_saved_tables(path, index, contents).status();
 }
 
 bool is_damage(const absl::Status& status) {
@@ -440,7 +601,26 @@ absl::StatusOr<Checkpoint> Checkpoint::create(std::map<std::string, ShardedVaria
                        "' is an empty ShardedVariable handle; pass the result of create_variable"));
     }
   }
-  return Checkpoint(std::move(variables), std::move(optimizer));
+  return Checkpoint(std::move(variables), std::move(optimizer), {});
+}
+
+absl::StatusOr<Checkpoint> Checkpoint::create(std::map<std::string, ShardedVariable> variables,
+                                              std::optional<Optimizer> optimizer,
+                                              std::map<std::string, DynamicEmbedding> tables) {
+  PSFLOW_ASSIGN_OR_RETURN(Checkpoint out, create(std::move(variables), std::move(optimizer)));
+  for (const auto& [name, t] : tables) {
+    if (name.empty() || !internal::validate_key(name).ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("checkpoint table names must be non-empty UTF-8 strings; got '", name, "'"));
+    }
+    if (!t.valid()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("checkpoint table '", name,
+                       "' is an empty DynamicEmbedding handle; pass the result of get_variable"));
+    }
+  }
+  out.tables_ = std::move(tables);
+  return out;
 }
 
 absl::Status Checkpoint::save(const std::string& path) const {

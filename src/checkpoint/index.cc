@@ -1,5 +1,7 @@
 #include "checkpoint/index.h"
 
+#include <initializer_list>
+#include <iterator>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -259,7 +261,124 @@ absl::StatusOr<VariableEntry> parse_variable(const Reader& r, const Json& j, siz
   return v;
 }
 
+constexpr std::string_view kInitializerNames[] = {"zeros", "uniform", "normal"};
+
+Json table_options_json(const DynamicEmbeddingOptions& o) {
+  return Json{{"dim", o.dim},
+              {"dtype", std::string(dtype_name(o.dtype))},
+              {"seed", o.seed},
+              {"initializer", std::string(kInitializerNames[static_cast<int>(o.initializer)])},
+              {"init_scale", o.init_scale},
+              {"optimizer", optimizer_json(o.optimizer)},
+              {"capacity_per_shard", o.capacity_per_shard},
+              {"ttl_steps", o.ttl_steps},
+              {"admit_after", o.admit_after},
+              {"sketch_width", o.sketch_width},
+              {"admit_probability", o.admit_probability}};
+}
+
+absl::StatusOr<DynamicEmbeddingOptions> parse_table_options(const Reader& r, const Json& j,
+                                                            const std::string& where) {
+  if (!j.is_object()) return r.error(where, "is not an object");
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  DynamicEmbeddingOptions o;
+  PSFLOW_ASSIGN_OR_RETURN(o.dim, r.integer(j, "dim", where, 1, kMax));
+  PSFLOW_ASSIGN_OR_RETURN(std::string dtype, r.string(j, "dtype", where));
+  absl::StatusOr<DType> d = dtype_from_name(dtype);
+  if (!d.ok()) return r.error(where, d.status().message());
+  o.dtype = *d;
+  PSFLOW_ASSIGN_OR_RETURN(const Json* seed, r.field(j, "seed", where));
+  if (!seed->is_number_unsigned()) return r.error(where, "\"seed\" is not an unsigned integer");
+  o.seed = seed->get<uint64_t>();
+  PSFLOW_ASSIGN_OR_RETURN(std::string init, r.string(j, "initializer", where));
+  bool known = false;
+  for (size_t i = 0; i < std::size(kInitializerNames); ++i) {
+    if (init == kInitializerNames[i]) {
+      o.initializer = static_cast<DynamicEmbeddingInitializer>(i);
+      known = true;
+    }
+  }
+  if (!known) {
+    return r.error(where, absl::StrCat("initializer '", init, "' is not zeros, uniform or normal"));
+  }
+  PSFLOW_ASSIGN_OR_RETURN(o.init_scale, r.number(j, "init_scale", where));
+  PSFLOW_ASSIGN_OR_RETURN(const Json* opt, r.field(j, "optimizer", where));
+  PSFLOW_ASSIGN_OR_RETURN(o.optimizer, parse_optimizer(r, *opt));
+  PSFLOW_ASSIGN_OR_RETURN(o.capacity_per_shard, r.integer(j, "capacity_per_shard", where, 0, kMax));
+  PSFLOW_ASSIGN_OR_RETURN(o.ttl_steps, r.integer(j, "ttl_steps", where, 0, kMax));
+  PSFLOW_ASSIGN_OR_RETURN(o.admit_after, r.integer(j, "admit_after", where, 0, kMax));
+  PSFLOW_ASSIGN_OR_RETURN(o.sketch_width, r.integer(j, "sketch_width", where, 0, kMax));
+  PSFLOW_ASSIGN_OR_RETURN(o.admit_probability, r.number(j, "admit_probability", where));
+  return o;
+}
+
+absl::StatusOr<TableEntry> parse_table(const Reader& r, const Json& j, size_t i,
+                                       const CheckpointIndex& index) {
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  std::string where = absl::StrCat("tables[", i, "]");
+  if (!j.is_object()) return r.error(where, "is not an object");
+  TableEntry t;
+  PSFLOW_ASSIGN_OR_RETURN(t.name, r.string(j, "name", where));
+  if (t.name.empty()) return r.error(where, "\"name\" is empty");
+  where = absl::StrCat(where, " ('", t.name, "')");
+  PSFLOW_ASSIGN_OR_RETURN(const Json* options, r.field(j, "options", where));
+  PSFLOW_ASSIGN_OR_RETURN(t.options, parse_table_options(r, *options, where + ".options"));
+  PSFLOW_ASSIGN_OR_RETURN(const Json* shards,
+                          r.typed(j, "shards", where, Json::value_t::array, "an array"));
+  if (shards->empty()) return r.error(where, "has no shards");
+  const std::vector<std::string_view> slot_names = optimizer_slot_names(t.options.optimizer.kind);
+  for (size_t k = 0; k < shards->size(); ++k) {
+    const Json& s = (*shards)[k];
+    const std::string sw = absl::StrCat(where, ".shards[", k, "]");
+    if (!s.is_object()) return r.error(sw, "is not an object");
+    TableShardEntry e;
+    PSFLOW_ASSIGN_OR_RETURN(int64_t task,
+                            r.integer(s, "task", sw, 0, std::numeric_limits<int>::max()));
+    e.task = static_cast<int>(task);
+    if (e.task != static_cast<int>(k)) {
+      return r.error(sw,
+                     absl::StrCat("task ", e.task, " is not ", k, " (shards are in task order)"));
+    }
+    PSFLOW_ASSIGN_OR_RETURN(e.file, r.string(s, "file", sw));
+    if (index.find_file(e.file) == nullptr) {
+      return r.error(sw, absl::StrCat("file '", e.file, "' is not listed in \"files\""));
+    }
+    PSFLOW_ASSIGN_OR_RETURN(e.rows, r.integer(s, "rows", sw, 0, kMax));
+    PSFLOW_ASSIGN_OR_RETURN(e.clock, r.integer(s, "clock", sw, 0, kMax));
+    PSFLOW_ASSIGN_OR_RETURN(e.applies, r.integer(s, "applies", sw, 0, kMax));
+    using Field = std::pair<const char*, std::string*>;
+    for (const auto& [field, out] : std::initializer_list<Field>{
+             {"keys", &e.keys}, {"values", &e.values}, {"last_seen", &e.last_seen}}) {
+      PSFLOW_ASSIGN_OR_RETURN(*out, r.string(s, field, sw));
+      if (out->empty()) return r.error(sw, absl::StrCat("\"", field, "\" is empty"));
+    }
+    PSFLOW_ASSIGN_OR_RETURN(const Json* slots,
+                            r.typed(s, "slots", sw, Json::value_t::object, "an object"));
+    for (auto it = slots->begin(); it != slots->end(); ++it) {
+      if (!it.value().is_string() || it.value().get<std::string>().empty()) {
+        return r.error(sw, absl::StrCat("slot '", it.key(), "' does not name a tensor key"));
+      }
+      e.slots.emplace(it.key(), it.value().get<std::string>());
+    }
+    bool same = slot_names.size() == e.slots.size();
+    for (std::string_view n : slot_names) same = same && e.slots.count(n) > 0;
+    if (!same) {
+      return r.error(sw, absl::StrCat("slots are not those of the table's optimizer '",
+                                      av(optimizer_name(t.options.optimizer.kind)), "'"));
+    }
+    t.shards.push_back(std::move(e));
+  }
+  return t;
+}
+
 }  // namespace
+
+const TableEntry* CheckpointIndex::find_table(std::string_view name) const {
+  for (const TableEntry& t : tables) {
+    if (t.name == name) return &t;
+  }
+  return nullptr;
+}
 
 const VariableEntry* CheckpointIndex::find_variable(std::string_view name) const {
   for (const VariableEntry& v : variables) {
@@ -313,6 +432,30 @@ std::string index_to_json(const CheckpointIndex& index) {
                          {"parts", std::move(parts)}});
   }
   j["variables"] = std::move(variables);
+  if (!index.tables.empty()) {
+    Json tables = Json::array();
+    for (const TableEntry& t : index.tables) {
+      Json shards = Json::array();
+      for (const TableShardEntry& s : t.shards) {
+        Json slots = Json::object();
+        for (const auto& [name, key] : s.slots) slots[name] = key;
+        shards.push_back({{"task", s.task},
+                          {"file", s.file},
+                          {"rows", s.rows},
+                          {"clock", s.clock},
+                          {"applies", s.applies},
+                          {"keys", s.keys},
+                          {"values", s.values},
+                          {"last_seen", s.last_seen},
+                          {"slots", std::move(slots)}});
+      }
+      tables.push_back({{"name", t.name},
+                        {"admission_counts", "reset"},
+                        {"options", table_options_json(t.options)},
+                        {"shards", std::move(shards)}});
+    }
+    j["tables"] = std::move(tables);
+  }
   return j.dump(1, ' ', false, Json::error_handler_t::replace) + "\n";
 }
 
@@ -380,6 +523,18 @@ absl::StatusOr<CheckpointIndex> parse_index(std::string_view text, std::string_v
                      absl::StrCat("variable '", v.name, "' is listed twice"));
     }
     index.variables.push_back(std::move(v));
+  }
+  if (j.contains("tables") && !j["tables"].is_null()) {
+    PSFLOW_ASSIGN_OR_RETURN(const Json* tables,
+                            r.typed(j, "tables", "index", Json::value_t::array, "an array"));
+    for (size_t i = 0; i < tables->size(); ++i) {
+      PSFLOW_ASSIGN_OR_RETURN(TableEntry t, parse_table(r, (*tables)[i], i, index));
+      if (index.find_table(t.name) != nullptr) {
+        return r.error(absl::StrCat("tables[", i, "]"),
+                       absl::StrCat("table '", t.name, "' is listed twice"));
+      }
+      index.tables.push_back(std::move(t));
+    }
   }
   return index;
 }

@@ -9,7 +9,17 @@
 //       "parts": [{"job": "ps", "task": 0, "stored_name": "emb/part_0",
 //                  "offset": 0, "shape": [4, 4], "file": "ps-0.safetensors",
 //                  "key": "w/part_0", "optimizer": "adam", "steps": 3,
-//                  "slots": {"m": "w/part_0/m", "v": "w/part_0/v"}}, ...]}]}
+//                  "slots": {"m": "w/part_0/m", "v": "w/part_0/v"}}, ...]}],
+//    "tables": [{"name": "user_ids", "admission_counts": "reset",
+//       "options": {"dim": 16, "dtype": "float32", "seed": 7,
+//                   "initializer": "uniform", "init_scale": 0.05,
+//                   "optimizer": {...}, "capacity_per_shard": 0,
+//                   "ttl_steps": 0, "admit_after": 0,
+//                   "sketch_width": 1048576, "admit_probability": 1.0},
+//       "shards": [{"task": 0, "file": "ps-0.safetensors", "rows": 3,
+//                   "clock": 12, "applies": 4,
+//                   "keys": "table/user_ids/shard_0/keys", "values": ...,
+//                   "last_seen": ..., "slots": {"accumulator": ...}}, ...]}]}
 //
 // Parts are listed in row order; part i holds rows [offset, offset +
 // shape[0]) of the full variable (a scalar has one part). "optimizer" and
@@ -27,6 +37,7 @@
 
 #include "absl/status/statusor.h"
 #include "checkpoint/file_io.h"
+#include "psflow/dynamic_embedding_options.h"
 #include "psflow/optimizer_config.h"
 #include "psflow/tensor.h"
 
@@ -58,6 +69,30 @@ struct VariableEntry {
   std::vector<PartEntry> parts;
 };
 
+// One ps task's shard of a dynamic embedding table: its rows' tensors
+// (keys int64 [rows], values and each slot float32 [rows, dim], last_seen
+// int64 [rows]) in `file`, and the shard's clock and optimizer step count.
+struct TableShardEntry {
+  int task = 0;
+  std::string file;
+  int64_t rows = 0;
+  int64_t clock = 0;
+  int64_t applies = 0;
+  std::string keys;
+  std::string values;
+  std::string last_seen;
+  // Slot name -> tensor key in `file`: exactly the table optimizer's slots.
+  std::map<std::string, std::string, std::less<>> slots;
+};
+
+// A dynamic embedding table: its definition and its shards (one per ps
+// task at save time, in task order).
+struct TableEntry {
+  std::string name;
+  DynamicEmbeddingOptions options;
+  std::vector<TableShardEntry> shards;
+};
+
 struct FileEntry {
   std::string name;
   std::string job;
@@ -71,9 +106,12 @@ struct CheckpointIndex {
   std::optional<OptimizerConfig> optimizer;
   std::vector<FileEntry> files;
   std::vector<VariableEntry> variables;
+  // Absent from checkpoints without tables (and from older ones).
+  std::vector<TableEntry> tables;
 
   // nullptr when absent.
   [[nodiscard]] const VariableEntry* find_variable(std::string_view name) const;
+  [[nodiscard]] const TableEntry* find_table(std::string_view name) const;
   [[nodiscard]] const FileEntry* find_file(std::string_view name) const;
 };
 

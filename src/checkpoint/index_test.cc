@@ -151,3 +151,75 @@ TEST(CheckpointIndexTest, MalformedIndexesAreRejectedNamingWhere) {
 
 }  // namespace
 }  // namespace psflow::internal::checkpoint
+
+namespace psflow::internal::checkpoint {
+namespace {
+
+CheckpointIndex with_table() {
+  CheckpointIndex index = sample();
+  TableEntry t;
+  t.name = "user_ids";
+  t.options.dim = 3;
+  t.options.seed = 0xFFFFFFFFFFFFFFF0ULL;  // beyond int64: kept exactly
+  t.options.initializer = DynamicEmbeddingInitializer::kNormal;
+  t.options.optimizer.kind = OptimizerConfig::Kind::kAdagrad;
+  t.options.ttl_steps = 10;
+  t.options.admit_after = 2;
+  t.options.admit_probability = 0.5;
+  for (int task = 0; task < 2; ++task) {
+    TableShardEntry e;
+    e.task = task;
+    e.file = task == 0 ? "ps-0.safetensors" : "ps-1.safetensors";
+    e.rows = 5 + task;
+    e.clock = 9;
+    e.applies = 3;
+    e.keys = "k" + std::to_string(task);
+    e.values = "v" + std::to_string(task);
+    e.last_seen = "l" + std::to_string(task);
+    e.slots = {{"accumulator", "a" + std::to_string(task)}};
+    t.shards.push_back(e);
+  }
+  index.tables = {t};
+  return index;
+}
+
+TEST(CheckpointIndexTablesTest, RoundTripsEveryOptionAndShard) {
+  const CheckpointIndex index = with_table();
+  absl::StatusOr<CheckpointIndex> back = parse_index(index_to_json(index), "i.json");
+  ASSERT_TRUE(back.ok()) << back.status();
+  ASSERT_EQ(back->tables.size(), 1u);
+  const TableEntry& t = back->tables[0];
+  EXPECT_EQ(t.options, index.tables[0].options);
+  ASSERT_EQ(t.shards.size(), 2u);
+  EXPECT_EQ(t.shards[1].rows, 6);
+  EXPECT_EQ(t.shards[1].clock, 9);
+  EXPECT_EQ(t.shards[1].applies, 3);
+  EXPECT_EQ(t.shards[1].slots.at("accumulator"), "a1");
+  EXPECT_NE(back->find_table("user_ids"), nullptr);
+  // Without tables the key is absent (older readers see what they know).
+  EXPECT_EQ(index_to_json(sample()).find("\"tables\""), std::string::npos);
+}
+
+TEST(CheckpointIndexTablesTest, MalformedTablesAreRefused) {
+  auto refused = [](const std::function<void(Json&)>& edit) {
+    Json j = Json::parse(index_to_json(with_table()));
+    edit(j["tables"][0]);
+    absl::StatusOr<CheckpointIndex> r = parse_index(j.dump(), "i.json");
+    EXPECT_FALSE(r.ok());
+    return std::string(r.status().message());
+  };
+  EXPECT_THAT(refused([](Json& t) { t["shards"][1]["task"] = 0; }),
+              HasSubstr("shards are in task order"));
+  EXPECT_THAT(refused([](Json& t) { t["shards"][0]["file"] = "ps-9.safetensors"; }),
+              HasSubstr("not listed"));
+  EXPECT_THAT(refused([](Json& t) { t["shards"][0]["slots"] = Json::object(); }),
+              HasSubstr("slots are not those"));
+  EXPECT_THAT(refused([](Json& t) { t["shards"][0]["rows"] = -1; }), HasSubstr("rows"));
+  EXPECT_THAT(refused([](Json& t) { t["options"]["initializer"] = "ones"; }),
+              HasSubstr("initializer 'ones'"));
+  EXPECT_THAT(refused([](Json& t) { t["options"]["seed"] = -1; }), HasSubstr("seed"));
+  EXPECT_THAT(refused([](Json& t) { t["shards"] = Json::array(); }), HasSubstr("no shards"));
+}
+
+}  // namespace
+}  // namespace psflow::internal::checkpoint

@@ -10,6 +10,7 @@
 #include "base/logging.h"
 #include "base/version.h"
 #include "cli/commands.h"
+#include "cli/python_server.h"
 #include "cli/signals.h"
 #include "psflow/main.h"
 
@@ -59,6 +60,7 @@ std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv) {
 
 std::optional<int> run_task_if_started_as_one(int argc, char** argv) {
   if (argc < 2 || std::string_view(argv[1]) != "server") return std::nullopt;
+  if (std::optional<int> failed = internal::exec_python_server_if_asked(argc, argv)) return *failed;
   prepare_process();
   CLI::App app("A psflow task: serves one ps or worker task of a cluster.");
   app.require_subcommand(1);
@@ -68,6 +70,7 @@ std::optional<int> run_task_if_started_as_one(int argc, char** argv) {
 }
 
 int psflow_main(int argc, char** argv) {
+  if (std::optional<int> failed = internal::exec_python_server_if_asked(argc, argv)) return *failed;
   prepare_process();
 
   CLI::App app(

@@ -39,6 +39,9 @@ struct ServerFlags {
   int64_t max_buffered_mib = 0;
   std::string non_finite_updates = "reject";
   bool check_config = false;
+  // --python: seen here only by a ps task (a worker execs the Python task
+  // before parsing, see cli/python_server.h); a ps runs no steps.
+  std::string python_modules;
   ClusterResolverFlags cluster_resolver;
   TlsFlags tls;
 };
@@ -80,6 +83,14 @@ and exits 0, or prints the error and exits 2. A chief's or an evaluator's
 TF_CONFIG is checked too (they run `psflow train` and `psflow eval`, which
 listen on no port).
 
+Python steps: --python MODULE[,MODULE] makes a worker a Python process that
+imports MODULE first, so that it runs the Python step functions MODULE
+registers (@psflow.function): this command line is exec'ed as `python3 -m
+psflow.server --python MODULE <the other flags>` (the interpreter:
+$PSFLOW_PYTHON, else /usr/bin/python3, else python3 on PATH; it must import
+psflow and MODULE). A ps (--job ps, or "ps" in TF_CONFIG) runs no steps and
+stays this process. See docs/python.md.
+
 Logging: one line per event on stderr ("I 05:33:43.123 file.cc:42] ..."):
 where the task serves and as what role, each client that connects (the
 coordinator, a worker), restarts and errors (a refused request or a failed
@@ -106,6 +117,9 @@ Example:
 void add_server_flags(CLI::App& app, ServerFlags& flags) {
   app.add_option("--job", flags.job, "Task type to serve: ps or worker (overrides TF_CONFIG)")
       ->check(CLI::IsMember({"ps", "worker"}));
+  app.add_option("--python", flags.python_modules,
+                 "MODULE[,MODULE]: a worker becomes `python3 -m psflow.server`, importing them "
+                 "(Python step functions); a ps ignores it");
   app.add_option("--task", flags.task, "Task index within the job (overrides TF_CONFIG)")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--cluster-json", flags.cluster_json,

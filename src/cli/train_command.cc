@@ -46,6 +46,13 @@ struct TrainFlags {
   ClusterResolverFlags cluster_resolver;
   TlsFlags tls;
   double stop_timeout_seconds = absl::ToDoubleSeconds(kDefaultStopTimeout);
+  // --overlap: "on", "off", or "auto": on for a TF_CONFIG or Slurm cluster
+  // with --steps-per-execution above 1 (tasks on other hosts, where links
+  // limit the run and overlap gains 1.2-1.4x; one step per closure leaves
+  // nothing to overlap across steps), off otherwise (the local cluster is
+  // one machine, CPU-bound: overlap costs 8-17 %); docs/benchmarks.md,
+  // "Overlap".
+  std::string overlap = "auto";
 };
 
 constexpr CommandHelp kTrainHelp = {
@@ -358,6 +365,10 @@ int run_train(const TrainFlags& given, const CLI::App& app) {
     }
     external = *std::move(resolved);
     mode = external.has_value() ? TrainMode::kExternalCluster : TrainMode::kLocalCluster;
+    // auto: where links limit the run and a closure has steps to overlap.
+    options.overlap =
+        flags.overlap == "on" || (flags.overlap == "auto" && mode == TrainMode::kExternalCluster &&
+                                  options.steps_per_execution > 1);
   } else if (TFConfigClusterResolver().is_configured()) {
     std::fprintf(stderr,
                  "psflow train: --strategy mirrored trains in this process, without ps or worker "
@@ -544,6 +555,16 @@ void add_train_flags(CLI::App& app, TrainFlags& flags) {
           "0 to 2^64-1");
   app.add_option("--steps-per-execution", o.steps_per_execution,
                  "Training steps per scheduled closure")
+      ->capture_default_str();
+  app.add_option("--overlap", flags.overlap,
+                 "on: within a closure's steps (--steps-per-execution), push gradients as the "
+                 "backward pass produces them and read the next step's parameters while they "
+                 "are in flight (a read may miss this worker's own previous step); off: read, "
+                 "compute, push; auto: on for a TF_CONFIG or Slurm cluster with "
+                 "--steps-per-execution above 1, off otherwise (measured: overlap pays where links "
+                 "limit the run, costs on one "
+                 "machine)")
+      ->check(CLI::IsMember({"auto", "on", "off"}))
       ->capture_default_str();
   app.add_flag("--ps-recovery", o.ps_recovery,
                "On the loss of a ps task, wait for it to come back, restore every ps from the "

@@ -110,6 +110,34 @@ class DynamicTable {
   void for_each_row(const std::function<void(int64_t key, const float* row, int64_t last_seen)>& fn)
       const ABSL_LOCKS_EXCLUDED(mu_);
 
+  // A shard's rows as a checkpoint saves them (docs/embeddings.md,
+  // "Checkpoints"), copied under the lock: one consistent state, after a
+  // prefix of the requests this shard applied. Rows from most to least
+  // recently used (index order without an eviction rule).
+  // Thread-safety: a value type.
+  struct Rows {
+    Tensor keys;                // int64 [n]
+    Tensor values;              // float32 [n, dim]
+    std::vector<Tensor> slots;  // num_slots() x float32 [n, dim], optimizer_slot_names order
+    Tensor last_seen;           // int64 [n]
+    int64_t clock = 0;          // the shard's clock
+    int64_t applies = 0;        // the shard's optimizer step count
+  };
+  // INVALID_ARGUMENT when the bytes of the copy would exceed `max_bytes`.
+  [[nodiscard]] absl::StatusOr<Rows> export_rows(int64_t max_bytes) const ABSL_LOCKS_EXCLUDED(mu_);
+  // The checks of import_rows against `options` (those of the table that
+  // will receive the rows): dtypes and shapes, the slot count of the
+  // optimizer, one last-seen step per key, distinct keys, last-seen steps
+  // and applies in [0, clock] and [0, 2^62], and at most capacity_per_shard
+  // rows. INVALID_ARGUMENT naming the bad tensor or the first duplicate key.
+  [[nodiscard]] static absl::Status validate_import(const DynamicEmbeddingOptions& options,
+                                                    const Rows& rows);
+  // Replaces every row with `rows` (validated) at once: clock and applies
+  // as given, the recency list ordered by last-seen step, the admission
+  // sketch emptied (counts of keys without a row are not checkpointed) and
+  // the counters restarted (rows = created = n, the others 0).
+  void import_rows(const Rows& rows) ABSL_LOCKS_EXCLUDED(mu_);
+
  private:
   static constexpr uint32_t kNil = 0xFFFFFFFFu;
   struct RowMeta {
@@ -154,6 +182,13 @@ class DynamicTable {
   std::optional<CountMinSketch> sketch_ ABSL_GUARDED_BY(mu_);
   DynamicTableStats stats_ ABSL_GUARDED_BY(mu_);
 };
+
+// Rows saved from any number of shards, regrouped for `num_tasks` ps tasks
+// by each key's task (dynamic_key_task), keeping their saved order. Every
+// new shard gets the largest saved clock and applies (as a dense part's
+// restored step count is the largest among the saved parts it draws from).
+[[nodiscard]] std::vector<DynamicTable::Rows> reshard_table_rows(
+    const std::vector<DynamicTable::Rows>& saved, int num_tasks, int64_t dim);
 
 }  // namespace psflow::internal
 

@@ -1,11 +1,32 @@
-// Dense layer forward and backward as Eigen GEMMs on the tensors' buffers.
+// Dense layer forward and backward as Eigen GEMMs on the tensors' buffers
+// (OpenBLAS's when built with PSFLOW_GEMM=openblas, cmake/psflow_gemm.cmake).
+#include <cstdlib>
+
 #include "absl/strings/str_cat.h"
 #include "nn/checks.h"
 #include "psflow/nn.h"
 #include "psflow/status_macros.h"
 
+#ifdef PSFLOW_OPENBLAS
+extern "C" void openblas_set_num_threads(int num_threads);
+#endif
+
 namespace psflow::nn {
 namespace {
+
+// One GEMM thread per process unless OPENBLAS_NUM_THREADS says otherwise:
+// a psflow task shares its host's cores with the other tasks and its own
+// request threads, and OpenBLAS's default (a thread per core) would
+// oversubscribe them.
+void limit_gemm_threads() {
+#ifdef PSFLOW_OPENBLAS
+  static const bool once = [] {
+    if (std::getenv("OPENBLAS_NUM_THREADS") == nullptr) openblas_set_num_threads(1);
+    return true;
+  }();
+  (void)once;
+#endif
+}
 
 // x [N, in] and w [in, out] agree; returns nothing else to check.
 absl::Status check_x_w(absl::string_view fn, const Tensor& x, const Tensor& w) {
@@ -58,6 +79,7 @@ DenseGradients backward(const Tensor& x, const Tensor& w, const Tensor& dy, bool
 
 absl::StatusOr<Tensor> dense_forward(const Tensor& x, const Tensor& w, const Tensor& b) {
   constexpr absl::string_view kFn = "dense_forward";
+  limit_gemm_threads();
   PSFLOW_RETURN_IF_ERROR(check_x_w(kFn, x, w));
   PSFLOW_RETURN_IF_ERROR(internal::check_same_dtype({kFn, "b"}, b, "x", x));
   PSFLOW_RETURN_IF_ERROR(
@@ -68,6 +90,7 @@ absl::StatusOr<Tensor> dense_forward(const Tensor& x, const Tensor& w, const Ten
 absl::StatusOr<DenseGradients> dense_backward(const Tensor& x, const Tensor& w, const Tensor& dy,
                                               bool need_dx) {
   constexpr absl::string_view kFn = "dense_backward";
+  limit_gemm_threads();
   PSFLOW_RETURN_IF_ERROR(check_x_w(kFn, x, w));
   PSFLOW_RETURN_IF_ERROR(internal::check_same_dtype({kFn, "dy"}, dy, "x", x));
   PSFLOW_RETURN_IF_ERROR(

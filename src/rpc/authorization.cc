@@ -74,6 +74,9 @@ constexpr std::array<RoleSet, v1::VariableOp::Kind_ARRAYSIZE> kVariableOpRoles =
   roles[v1::VariableOp::DE_LOOKUP] = kReadOrUpdate;
   roles[v1::VariableOp::DE_APPLY] = kReadOrUpdate;
   roles[v1::VariableOp::DE_STATS] = kReadOrUpdate;
+  // Their checkpoints, as SNAPSHOT and RESTORE.
+  roles[v1::VariableOp::DE_EXPORT] = kChief;
+  roles[v1::VariableOp::DE_IMPORT] = kChief;
   return roles;
 }();
 

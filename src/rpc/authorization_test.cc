@@ -89,8 +89,9 @@ TEST(AuthorizationTest, EveryMethodForEveryCaller) {
 }
 
 TEST(AuthorizationTest, EveryVariableOpForEveryCaller) {
-  const std::vector<Op::Kind> chief_only = {Op::CREATE,   Op::CREATE_IF_ABSENT, Op::DELETE,
-                                            Op::SNAPSHOT, Op::RESTORE,          Op::DE_CREATE};
+  const std::vector<Op::Kind> chief_only = {Op::CREATE,    Op::CREATE_IF_ABSENT, Op::DELETE,
+                                            Op::SNAPSHOT,  Op::RESTORE,          Op::DE_CREATE,
+                                            Op::DE_EXPORT, Op::DE_IMPORT};
   for (int k = Op::Kind_MIN; k <= Op::Kind_MAX; ++k) {
     if (!Op::Kind_IsValid(k)) continue;
     const auto kind = static_cast<Op::Kind>(k);

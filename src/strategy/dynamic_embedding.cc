@@ -113,7 +113,16 @@ absl::StatusOr<DynamicEmbedding> DynamicEmbedding::get_variable(
                             internal::find_client(lookup, "ps", task));
     clients.push_back(std::move(client));
   }
-  return DynamicEmbeddingAccess::create(std::move(name), options, std::move(clients));
+  PSFLOW_ASSIGN_OR_RETURN(DynamicEmbedding table,
+                          DynamicEmbeddingAccess::create(name, options, std::move(clients)));
+  absl::MutexLock lock(&strategy.tables_mu_);
+  strategy.tables_.insert_or_assign(std::move(name), table);
+  return table;
+}
+
+std::map<std::string, DynamicEmbedding> ParameterServerStrategy::dynamic_embeddings() const {
+  absl::MutexLock lock(&tables_mu_);
+  return tables_;
 }
 
 Structure DynamicEmbedding::handle() const {
@@ -325,6 +334,12 @@ absl::StatusOr<DynamicEmbedding> DynamicEmbeddingAccess::create(
   }
   PSFLOW_RETURN_IF_ERROR(run(ps_clients, std::move(batches), nullptr).status());
   return attach(std::move(name), options, std::move(ps_clients));
+}
+
+const std::vector<std::shared_ptr<VariableClient>>& DynamicEmbeddingAccess::clients(
+    const DynamicEmbedding& table) {
+  static const auto* const kNone = new std::vector<std::shared_ptr<VariableClient>>();
+  return table.state_ == nullptr ? *kNone : table.state_->clients;
 }
 
 DynamicEmbedding DynamicEmbeddingAccess::bind(const DynamicEmbedding& table,

@@ -25,6 +25,9 @@ struct DynamicEmbeddingAccess {
   [[nodiscard]] static absl::StatusOr<DynamicEmbedding> create(
       std::string name, const DynamicEmbeddingOptions& options,
       std::vector<std::shared_ptr<VariableClient>> ps_clients);
+  // The table's clients, index = ps task (empty for an invalid handle).
+  [[nodiscard]] static const std::vector<std::shared_ptr<VariableClient>>& clients(
+      const DynamicEmbedding& table);
   // A copy whose lookups and updates carry `keys` (null: none). An
   // invalid handle stays invalid.
   [[nodiscard]] static DynamicEmbedding bind(const DynamicEmbedding& table,

@@ -10,6 +10,7 @@
 #include "optimizer/optimizer.h"
 #include "psflow/status_macros.h"
 #include "psflow/strategy.h"
+#include "strategy/partial_apply.h"
 #include "strategy/request_batch.h"
 #include "strategy/rows.h"
 #include "strategy/update_binding.h"
@@ -44,6 +45,10 @@ struct OptimizerAccess {
     bound->iterations = bind_update_keys(bound->iterations, std::move(keys));
     return Optimizer(std::move(bound));
   }
+  // apply_gradients, incrementing `iterations` only when `count_step`.
+  static absl::Status apply(const Optimizer& optimizer,
+                            const std::vector<GradientAndVariable>& grads_and_vars,
+                            bool count_step);
 };
 
 Optimizer bind_update_keys(const Optimizer& optimizer, std::shared_ptr<UpdateKeys> keys) {
@@ -190,9 +195,33 @@ double Optimizer::learning_rate(int64_t step) const {
   return state_->schedule ? state_->schedule(step) : state_->learning_rate;
 }
 
+namespace internal {
+
+absl::Status apply_gradients_part(const Optimizer& optimizer,
+                                  const std::vector<GradientAndVariable>& grads_and_vars,
+                                  bool count_step) {
+  if (count_step) return OptimizerAccess::apply(optimizer, grads_and_vars, true);
+  // A bound optimizer's requests get their update key through the
+  // `iterations` op; a part without it carries the key on its variables.
+  const std::shared_ptr<UpdateKeys>& keys =
+      VariableAccess::state(optimizer.iterations().variables()[0]).update_keys;
+  if (keys == nullptr) return OptimizerAccess::apply(optimizer, grads_and_vars, false);
+  std::vector<GradientAndVariable> bound = grads_and_vars;
+  for (GradientAndVariable& gv : bound) gv.variable = bind_update_keys(gv.variable, keys);
+  return OptimizerAccess::apply(optimizer, bound, false);
+}
+
+}  // namespace internal
+
 absl::Status Optimizer::apply_gradients(
     const std::vector<GradientAndVariable>& grads_and_vars) const {
-  internal::OptimizerState& s = *state_;
+  return internal::OptimizerAccess::apply(*this, grads_and_vars, /*count_step=*/true);
+}
+
+absl::Status internal::OptimizerAccess::apply(
+    const Optimizer& optimizer, const std::vector<GradientAndVariable>& grads_and_vars,
+    bool count_step) {
+  internal::OptimizerState& s = *optimizer.state_;
   std::vector<std::string> names;
   bool any = false;
   for (const GradientAndVariable& gv : grads_and_vars) {
@@ -227,12 +256,14 @@ absl::Status Optimizer::apply_gradients(
           add_sparse(batch, s.config, lr, std::get<IndexedSlices>(gv.gradient), gv.variable));
     }
   }
-  const internal::VariableState& iterations = VariableAccess::state(s.iterations.variables()[0]);
-  VariableOpArgs increment = internal::make_op(Op::ASSIGN_ADD, iterations);
-  increment.value = Tensor::scalar<int64_t>(1);
-  batch.add(iterations, std::move(increment));
-  const int step_slot =
-      s.schedule ? batch.add(iterations, internal::make_op(Op::READ, iterations)) : -1;
+  int step_slot = -1;
+  if (count_step) {
+    const internal::VariableState& iterations = VariableAccess::state(s.iterations.variables()[0]);
+    VariableOpArgs increment = internal::make_op(Op::ASSIGN_ADD, iterations);
+    increment.value = Tensor::scalar<int64_t>(1);
+    batch.add(iterations, std::move(increment));
+    step_slot = s.schedule ? batch.add(iterations, internal::make_op(Op::READ, iterations)) : -1;
+  }
   PSFLOW_ASSIGN_OR_RETURN(std::vector<Tensor> results, batch.run());
   if (step_slot >= 0) {
     const Tensor& step = results[static_cast<size_t>(step_slot)];

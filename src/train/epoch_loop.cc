@@ -43,7 +43,8 @@ absl::StatusOr<EpochLoop> EpochLoop::without_checkpoints(const TrainOptions& opt
 absl::StatusOr<EpochLoop> EpochLoop::create(const ClusterSpec& spec, const TrainOptions& options,
                                             const std::vector<std::string>& names,
                                             const std::vector<ShardedVariable>& variables,
-                                            const Optimizer& optimizer, int64_t steps_per_epoch) {
+                                            const Optimizer& optimizer, int64_t steps_per_epoch,
+                                            std::map<std::string, DynamicEmbedding> tables) {
   PSFLOW_ASSIGN_OR_RETURN(EpochLoop loop, without_checkpoints(options, steps_per_epoch));
   PSFLOW_RETURN_IF_ERROR(validate_ps_recovery_options(options));
   if (options.run_dir.empty() && !options.checkpoint.empty()) {
@@ -57,7 +58,9 @@ absl::StatusOr<EpochLoop> EpochLoop::create(const ClusterSpec& spec, const Train
     }
     std::map<std::string, ShardedVariable> named;
     for (size_t i = 0; i < variables.size(); ++i) named.emplace(names[i], variables[i]);
-    PSFLOW_ASSIGN_OR_RETURN(Checkpoint checkpoint, Checkpoint::create(std::move(named), optimizer));
+    // Every dynamic table of the model is saved and restored with it.
+    PSFLOW_ASSIGN_OR_RETURN(Checkpoint checkpoint,
+                            Checkpoint::create(std::move(named), optimizer, std::move(tables)));
     PSFLOW_ASSIGN_OR_RETURN(
         CheckpointManager manager,
         CheckpointManager::create(std::move(checkpoint), options.run_dir + "/checkpoints", 3));

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -20,6 +21,7 @@
 #include "absl/status/statusor.h"
 #include "psflow/checkpoint.h"
 #include "psflow/cluster_spec.h"
+#include "psflow/dynamic_embedding.h"
 #include "psflow/optimizer.h"
 #include "psflow/ps_recovery.h"
 #include "psflow/variable.h"
@@ -63,7 +65,7 @@ class EpochLoop {
   [[nodiscard]] static absl::StatusOr<EpochLoop> create(
       const ClusterSpec& spec, const TrainOptions& options, const std::vector<std::string>& names,
       const std::vector<ShardedVariable>& variables, const Optimizer& optimizer,
-      int64_t steps_per_epoch);
+      int64_t steps_per_epoch, std::map<std::string, DynamicEmbedding> tables = {});
 
   // Epochs 1 .. options.epochs with neither checkpoints nor ps tasks to
   // watch.

@@ -48,7 +48,7 @@ class PsTraining final : public TrainingSession {
   absl::StatusOr<EpochLoop> epoch_loop() override {
     PSFLOW_RETURN_IF_ERROR(write_run_config(options_, model_));
     return EpochLoop::create(spec_, options_, model_.parameter_names(), variables_, *optimizer_,
-                             steps_per_epoch_);
+                             steps_per_epoch_, strategy_->dynamic_embeddings());
   }
 
   absl::StatusOr<EpochRun> train_epoch(int epoch, int64_t done_steps, int64_t* completed) override {
@@ -176,6 +176,7 @@ absl::Status PsTraining::start(absl::Time start) {
   }
   settings.iterations = optimizer_->iterations().handle();
   settings.steps = options_.steps_per_execution;
+  settings.overlap = options_.overlap;
   PSFLOW_ASSIGN_OR_RETURN(PerWorkerDataset train_data,
                           coordinator_->create_per_worker_dataset(model_.dataset_function(),
                                                                   model_.dataset_args(options_)));

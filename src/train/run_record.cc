@@ -121,6 +121,7 @@ json train_options_json(const TrainOptions& o) {
           {"data_dir", o.data_dir},
           {"partitioner", o.partitioner},
           {"placement", o.placement},
+          {"overlap", o.overlap},
           {"ps_recovery", o.ps_recovery},
           {"ps_recovery_timeout_seconds", o.ps_recovery_timeout_seconds},
           {"max_ps_recoveries", o.max_ps_recoveries}};

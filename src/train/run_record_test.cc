@@ -173,7 +173,7 @@ TEST(RunRecordTest, InvocationOptionsHoldEveryOptionThatShapesTheRun) {
   for (const char* key :
        {"model", "strategy", "epochs", "batch_size", "optimizer", "learning_rate", "lr_schedule",
         "steps_per_execution", "seed", "data_dir", "partitioner", "ps_recovery",
-        "ps_recovery_timeout_seconds", "max_ps_recoveries", "num_ps", "num_workers"}) {
+        "ps_recovery_timeout_seconds", "max_ps_recoveries", "num_ps", "num_workers", "overlap"}) {
     EXPECT_TRUE(j.contains(key)) << key;
   }
   EXPECT_EQ(j["steps_per_execution"], 10);

@@ -54,7 +54,8 @@ Structure StepSettings::to_structure(Structure model) const {
                           {"decay_alpha", decay_alpha},
                           {"iterations", iterations.to_structure()},
                           {"iterator", iterator},
-                          {"steps", steps}});
+                          {"steps", steps},
+                          {"overlap", overlap}});
 }
 
 absl::StatusOr<StepSettings> StepSettings::from_structure(const Structure& s,
@@ -104,6 +105,9 @@ absl::StatusOr<StepSettings> StepSettings::from_structure(const Structure& s,
     return args.malformed(
         absl::StrCat("steps ", c.steps, " is outside [1, ", kMaxStepsPerClosure, "]"));
   }
+  PSFLOW_ASSIGN_OR_RETURN(const Structure* overlap,
+                          args.field(s, "overlap", Structure::Kind::kBool));
+  c.overlap = overlap->bool_value();
   return c;
 }
 

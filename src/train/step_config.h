@@ -55,6 +55,9 @@ struct StepSettings {
   Structure iterator;
   // Training steps (batches) one closure runs: TF's steps_per_execution.
   int64_t steps = 1;
+  // Whether a model that can overlaps pushes and reads with computation
+  // within the closure's steps (train/overlapped_steps.h); others ignore it.
+  bool overlap = false;
 
   // The closure's arguments, with the model's spec `model` under "model".
   [[nodiscard]] Structure to_structure(Structure model) const;

@@ -34,6 +34,9 @@ struct TrainOptions {
   std::string lr_schedule = "cosine";
   // Training steps per scheduled closure (TF's steps_per_execution).
   int64_t steps_per_execution = 1;
+  // Overlap pushes and reads with computation within a closure's steps
+  // (train/overlapped_steps.h; the classifiers only).
+  bool overlap = false;
   uint64_t seed = 0;
   std::string data_dir;  // Empty: the model's default data.
   std::string run_dir;   // Where summary.json goes; created if missing.

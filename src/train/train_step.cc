@@ -10,6 +10,7 @@
 #include "data/idx_reader.h"
 #include "psflow/nn.h"
 #include "psflow/status_macros.h"
+#include "train/overlapped_steps.h"
 #include "train/step_runner.h"
 
 namespace psflow::internal {
@@ -89,6 +90,9 @@ absl::StatusOr<Dataset> make_train_dataset(const DatasetContext& ctx, const Stru
 }
 
 absl::StatusOr<Structure> run_train_steps(WorkerContext& ctx, const Structure& args) {
+  PSFLOW_ASSIGN_OR_RETURN(TrainStepConfig config,
+                          TrainStepConfig::from_structure(args, kClosure.args));
+  if (config.overlap) return run_overlapped_train_steps(ctx, config, kClosure);
   return run_training_steps<MlpSpec, ClassifierStepMetrics>(ctx, args, kClosure, &train_step);
 }
 

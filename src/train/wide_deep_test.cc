@@ -486,6 +486,8 @@ TEST(WideDeepStepConfigTest, RejectsMalformedConfigs) {
   EXPECT_TRUE(rejected(with("steps", int64_t{0})));
   EXPECT_TRUE(rejected(with("learning_rate", -1.0)));
   EXPECT_TRUE(rejected(with("decay_alpha", 2.0)));
+  EXPECT_TRUE(rejected(with("overlap", int64_t{1})));
+  EXPECT_TRUE(rejected(without("overlap")));
   EXPECT_TRUE(rejected(with("iterator", Structure::dict({{"x", int64_t{1}}}))));
   // A table of the wrong shape, and one variable too few.
   WideDeepStepConfig c = sample_config();

@@ -73,6 +73,13 @@ struct internal::RegistryWording<FunctionRegistry> {
     absl::StrAppend(&message,
                     " Functions are registered with PSFLOW_FUNCTION or PSFLOW_REGISTER_FUNCTION "
                     "in code linked into every process of the job.");
+    if (name.find('.') != std::string_view::npos) {
+      // A Python step's name is MODULE.QUALNAME.
+      absl::StrAppend(&message,
+                      " A Python step function (@psflow.function) runs on workers that "
+                      "import its module: start them with `psflow server --python ",
+                      shown_name(name.substr(0, name.rfind('.'))), "`.");
+    }
     return absl::NotFoundError(message);
   }
 

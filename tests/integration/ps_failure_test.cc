@@ -19,6 +19,7 @@
 #include "psflow/local_cluster.h"
 #include "psflow/strategy.h"
 #include "psflow/variable.h"
+#include "rpc/channel.h"
 #include "test_process.h"
 
 namespace psflow::internal {
@@ -70,6 +71,11 @@ TEST_F(PsFailureTest, APsThatCameBackEmptyOrStaysDownIsUnavailableNamingIt) {
   // Killed and started again by the cluster: it holds nothing any more.
   ASSERT_TRUE(cluster_->signal_task("ps", 0, SIGKILL).ok());
   ASSERT_TRUE(cluster_->wait_for_restart("ps", 0, 1, absl::Seconds(30)).ok());
+  // The new process may not answer yet (wait_for_restart's contract); a
+  // closure run before it listens would see "connection refused" instead
+  // of the empty ps this case is about.
+  const std::string ps0_address = ok_value(cluster_->cluster_spec().task_address("ps", 0));
+  ASSERT_TRUE(wait_for_healthy(ps0_address, kPs0, absl::Now() + absl::Seconds(30)).ok());
   const absl::Status in_closure = increment();
   EXPECT_EQ(in_closure.code(), absl::StatusCode::kUnavailable) << in_closure;
   EXPECT_THAT(std::string(in_closure.message()), HasSubstr(kPs0));

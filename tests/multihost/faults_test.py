@@ -81,6 +81,9 @@ def main():
     parser.add_argument("--rate", default="100mbit")
     parser.add_argument("--delay-ms", type=float, default=50)
     parser.add_argument("--timeout", type=float, default=900)
+    parser.add_argument("--train-args", default="",
+                        help="more `psflow train` flags, space-separated (e.g. "
+                        "'--steps-per-execution 10 --overlap on')")
     args = parser.parse_args()
     epochs = args.epochs or {"worker_cut": 5, "ps_cut": 3, "ps_cut_recover": 3}.get(
         args.scenario, 1)
@@ -107,6 +110,7 @@ def main():
             argv += ["--batch-size", "256"]
         if args.scenario == "ps_cut_recover":
             argv += ["--ps-recovery", "--ps-recovery-timeout", "120"]
+        argv += args.train_args.split()
         started = time.monotonic()
         chief = hosts.start(CHIEF, argv, env={"TF_CONFIG": chief_config},
                             log=chief_log)

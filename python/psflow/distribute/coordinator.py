@@ -1,14 +1,23 @@
 """TF's tf.distribute.coordinator: ClusterCoordinator and RemoteValue.
 
-Scheduled functions are registered in the C++ binary the workers run
-(PSFLOW_REGISTER_FUNCTION), named by their registered name or by a
-psflow.RegisteredFunction. Python step functions come with a later part.
+Scheduled functions are Python step functions (@psflow.function, run by
+workers that import their module) or functions registered in the C++
+binary the workers run (PSFLOW_REGISTER_FUNCTION), named by their
+registered name or by a psflow.RegisteredFunction.
 """
 
 from psflow import _psflow
 from psflow._functions import function_name
+from psflow._steps import PythonFunction
 
-__all__ = ["ClusterCoordinator", "RemoteValue", "PerWorkerDataset", "PerWorkerIterator"]
+__all__ = ["ClusterCoordinator", "RemoteValue", "PerWorkerDataset", "PerWorkerIterator",
+           "experimental_get_current_worker_index"]
+
+
+def experimental_get_current_worker_index():
+    """TF's: the index of the worker running the current Python step or
+    dataset function (FailedPreconditionError elsewhere)."""
+    return _psflow._worker_index()
 
 RemoteValue = _psflow.RemoteValue
 PerWorkerDataset = _psflow.PerWorkerDataset
@@ -98,6 +107,10 @@ class ClusterCoordinator:
         dicts of these. Raises the error of an earlier function, once (TF's
         error model), and then queues nothing.
         """
+        if isinstance(fn, PythonFunction):
+            # A Python step (@psflow.function): it receives args and kwargs
+            # as given, and the Variables and optimizers it captures.
+            return self._native.schedule(fn.name, fn._pack(args, kwargs))
         name = function_name(fn)
         return self._native.schedule(name, _function_argument(args, kwargs))
 
@@ -122,6 +135,14 @@ class ClusterCoordinator:
         in the C++ binary (PSFLOW_REGISTER_DATASET) by name: each worker
         builds its copy with its index and `args`. iter() of the result is
         a PerWorkerIterator to pass in schedule() arguments."""
+        if isinstance(dataset_fn, PythonFunction):
+            # A Python dataset function: each worker calls it (with a
+            # psflow.distribute.InputContext first when it takes one more
+            # parameter than `args`) and iterates over what it returns.
+            packed = tuple(args) if isinstance(args, (tuple, list)) else (
+                () if args is None else (args,))
+            return self._native.create_per_worker_dataset(
+                _psflow._PYTHON_DATASET_FUNCTION, (dataset_fn.name, packed))
         return self._native.create_per_worker_dataset(function_name(dataset_fn), args)
 
     def get_task_states(self):

@@ -94,6 +94,13 @@ class ParameterServerStrategy:
             raise TypeError("gather: axis must be an int, got %r" % (axis,))
         return _psflow._gather(value, axis)
 
+    def run(self, fn, args=(), kwargs=None, options=None):
+        """TF's strategy.run: `fn` on this worker's one replica (inside a
+        Python step; the strategy the step captures is the worker's), its
+        result as is (num_replicas_in_sync is 1)."""
+        del options  # TF's RunOptions: nothing to choose with one replica.
+        return fn(*args, **(kwargs or {}))
+
     def experimental_local_results(self, value):
         """TF's experimental_local_results: the components, as a tuple."""
         if isinstance(value, PerReplica):
@@ -102,3 +109,24 @@ class ParameterServerStrategy:
 
     def __repr__(self):
         return "<psflow.distribute.ParameterServerStrategy: %d ps>" % self.num_ps
+
+
+class _WorkerStrategy(ParameterServerStrategy):
+    """The strategy a Python step sees on a worker in place of the
+    coordinator's one it captured: run, reduce, gather,
+    experimental_local_results, num_replicas_in_sync (no scope: variables
+    are made on the coordinator)."""
+
+    def __init__(self):  # pylint: disable=super-init-not-called
+        self._native = None
+
+    @property
+    def num_ps(self):
+        raise RuntimeError("num_ps: not known on a worker")
+
+    def scope(self):
+        raise RuntimeError("strategy.scope() inside a step on a worker: create variables "
+                           "on the coordinator")
+
+    def __repr__(self):
+        return "<psflow.distribute.ParameterServerStrategy (on a worker)>"

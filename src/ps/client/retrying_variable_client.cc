@@ -29,7 +29,8 @@ bool is_set_not_accumulate(Op::Kind kind) {
     case Op::CREATE:
     case Op::CREATE_IF_ABSENT:
     case Op::RESTORE:
-    case Op::DE_CREATE: return true;
+    case Op::DE_CREATE:
+    case Op::DE_IMPORT: return true;
     default: return !is_mutating(kind);
   }
 }

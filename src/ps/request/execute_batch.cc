@@ -53,12 +53,13 @@ const ProtoFields& proto_fields() {
 
 bool op_needs_value(v1::VariableOp::Kind kind) {
   return kind != Op::READ && kind != Op::GATHER && kind != Op::DELETE && kind != Op::SNAPSHOT &&
-         kind != Op::DE_CREATE && kind != Op::DE_LOOKUP && kind != Op::DE_STATS;
+         kind != Op::DE_CREATE && kind != Op::DE_LOOKUP && kind != Op::DE_STATS &&
+         kind != Op::DE_EXPORT;
 }
 
 bool op_needs_ids(v1::VariableOp::Kind kind) {
   return kind == Op::GATHER || kind == Op::APPLY_SPARSE || is_scatter(kind) ||
-         kind == Op::DE_LOOKUP || kind == Op::DE_APPLY;
+         kind == Op::DE_LOOKUP || kind == Op::DE_APPLY || kind == Op::DE_IMPORT;
 }
 
 std::string table_options_to_bytes(const DynamicEmbeddingOptions& o) {
@@ -181,7 +182,7 @@ absl::StatusOr<ExecuteBatch> batch_from_proto(v1::ExecuteRequest& request) {
         }
         args.ids = *std::move(ids);
       }
-      if (op.kind() == Op::RESTORE) {
+      if (op.kind() == Op::RESTORE || op.kind() == Op::DE_IMPORT) {
         args.optimizer_name = std::move(*op.mutable_optimizer_name());
         args.optimizer_steps = op.optimizer_steps();
         args.slot_names.assign(op.slot_names().begin(), op.slot_names().end());
@@ -234,7 +235,8 @@ void batch_to_proto(const ExecuteBatch& batch, v1::ExecuteRequest* request) {
 
 bool is_mutating(v1::VariableOp::Kind kind) {
   return kind != v1::VariableOp::READ && kind != v1::VariableOp::GATHER &&
-         kind != v1::VariableOp::SNAPSHOT && kind != v1::VariableOp::DE_STATS;
+         kind != v1::VariableOp::SNAPSHOT && kind != v1::VariableOp::DE_STATS &&
+         kind != v1::VariableOp::DE_EXPORT;
 }
 
 }  // namespace psflow::internal

@@ -33,9 +33,11 @@ void append_snapshot_results(ShardSnapshot snapshot, std::vector<Tensor>* result
                                                                   size_t* pos,
                                                                   std::string_view variable);
 
-// How many results `op` appended at results[first]: 1 for READ and GATHER,
-// 3 + k for SNAPSHOT (k read from its names tensor), 0 otherwise. For a
-// malformed SNAPSHOT answer, the count of what is left.
+// How many results `op` appended at results[first]: 1 for READ, GATHER,
+// DE_LOOKUP and DE_STATS, 3 + k for SNAPSHOT (k read from its names
+// tensor), 4 + k for DE_EXPORT (k read from its first tensor), 0
+// otherwise. For a malformed SNAPSHOT or DE_EXPORT answer, the count of
+// what is left.
 [[nodiscard]] size_t op_result_count(const VariableOpArgs& op, const std::vector<Tensor>& results,
                                      size_t first);
 

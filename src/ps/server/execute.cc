@@ -7,7 +7,9 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "base/strings.h"
+#include "optimizer/optimizer.h"
 #include "optimizer/optimizer_kernels.h"
 #include "ps/request/snapshot_results.h"
 #include "psflow/status_macros.h"
@@ -17,6 +19,10 @@ namespace psflow::internal {
 namespace {
 
 using Op = v1::VariableOp;
+
+// One DE_EXPORT answer's bytes at most (the RPC layer refuses larger
+// responses anyway; this bounds the copy).
+constexpr int64_t kMaxExportBytes = int64_t{4} << 30;
 
 // One op after validation, ready to run.
 struct PreparedOp {
@@ -28,19 +34,65 @@ struct PreparedOp {
   // DE_LOOKUP, DE_APPLY, DE_STATS: the table; DE_CREATE: its options.
   std::shared_ptr<DynamicTable> table;
   std::optional<DynamicEmbeddingOptions> table_options;
+  // DE_IMPORT: the rows, checked by prepare().
+  std::optional<DynamicTable::Rows> import;
 };
 
 bool is_table_op(Op::Kind kind) {
   return kind == Op::DE_CREATE || kind == Op::DE_LOOKUP || kind == Op::DE_APPLY ||
-         kind == Op::DE_STATS;
+         kind == Op::DE_STATS || kind == Op::DE_EXPORT || kind == Op::DE_IMPORT;
+}
+
+// DE_EXPORT's answer (proto/psflow/v1/variable.proto).
+void append_table_rows(DynamicTable::Rows rows, std::vector<Tensor>* results) {
+  const std::vector<int64_t> head = {rows.clock, rows.applies,
+                                     static_cast<int64_t>(rows.slots.size())};
+  results->push_back(Tensor::from_vector(head, {3}));
+  results->push_back(std::move(rows.keys));
+  results->push_back(std::move(rows.last_seen));
+  results->push_back(std::move(rows.values));
+  for (Tensor& slot : rows.slots) results->push_back(std::move(slot));
+}
+
+// The last-seen steps' entry among DE_IMPORT's slots.
+constexpr std::string_view kLastSeenSlot = "last_seen";
+
+// DE_IMPORT's fields as a shard's rows: the optimizer's slots by name, then
+// "last_seen".
+absl::StatusOr<DynamicTable::Rows> import_rows_of(const VariableOpArgs& op,
+                                                  const DynamicEmbeddingOptions& options) {
+  const std::vector<std::string_view> names = optimizer_slot_names(options.optimizer.kind);
+  if (op.slot_names.size() != op.slots.size() || op.slot_names.size() != names.size() + 1 ||
+      op.slot_names.back() != kLastSeenSlot ||
+      !std::equal(names.begin(), names.end(), op.slot_names.begin())) {
+    std::string want;
+    for (std::string_view n : names) absl::StrAppend(&want, "'", av(n), "', ");
+    return absl::InvalidArgumentError(
+        absl::StrCat("DE_IMPORT carries ", op.slots.size(), " tensors named [",
+                     absl::StrJoin(op.slot_names, ", "), "]; a table with the ",
+                     av(optimizer_name(options.optimizer.kind)), " optimizer needs ", want,
+                     "'last_seen' in that order"));
+  }
+  DynamicTable::Rows rows;
+  rows.keys = op.ids;
+  rows.values = op.value;
+  rows.slots.assign(op.slots.begin(), op.slots.end() - 1);
+  rows.last_seen = op.slots.back();
+  rows.clock = op.step;
+  rows.applies = op.optimizer_steps;
+  PSFLOW_RETURN_IF_ERROR(DynamicTable::validate_import(options, rows));
+  return rows;
 }
 
 // The checks of a dynamic table op (docs/embeddings.md): nothing changes.
 absl::Status prepare_table_op(VariableStore& store, VariableOpArgs& op, PreparedOp* out) {
-  if (op.kind == Op::DE_CREATE) {
+  if (op.kind == Op::DE_CREATE || op.kind == Op::DE_IMPORT) {
     PSFLOW_ASSIGN_OR_RETURN(DynamicEmbeddingOptions options, table_options_from_bytes(op.table));
     PSFLOW_RETURN_IF_ERROR(store.check_create_table(op.variable, options));
     out->table_options = options;
+    if (op.kind == Op::DE_IMPORT) {
+      PSFLOW_ASSIGN_OR_RETURN(out->import, import_rows_of(op, options));
+    }
     return absl::OkStatus();
   }
   PSFLOW_ASSIGN_OR_RETURN(out->table, store.find_table(op.variable));
@@ -180,6 +232,18 @@ absl::Status run(VariableStore& store, PreparedOp& prepared, bool replay,
   VariableShard* shard = prepared.shard.get();
   switch (op.kind) {
     case Op::DE_CREATE: return store.create_table(op.variable, *prepared.table_options).status();
+    case Op::DE_IMPORT: {
+      PSFLOW_RETURN_IF_ERROR(store.create_table(op.variable, *prepared.table_options).status());
+      PSFLOW_ASSIGN_OR_RETURN(std::shared_ptr<DynamicTable> table, store.find_table(op.variable));
+      table->import_rows(*prepared.import);
+      return absl::OkStatus();
+    }
+    case Op::DE_EXPORT: {
+      PSFLOW_ASSIGN_OR_RETURN(DynamicTable::Rows rows,
+                              prepared.table->export_rows(kMaxExportBytes));
+      append_table_rows(std::move(rows), results);
+      return absl::OkStatus();
+    }
     case Op::DE_LOOKUP:
       results->push_back(prepared.table->lookup(op.ids, op.step, replay));
       return absl::OkStatus();
@@ -248,10 +312,11 @@ absl::Status execute_variable_ops(VariableStore& store, ExecuteBatch& batch,
     PSFLOW_RETURN_IF_ERROR(with_op_context(prepare(store, op, batch.optimizers, &prepared[i]), i,
                                            op.kind, op.variable));
     absl::Status in_batch;
-    if (op.kind == Op::DE_CREATE) {
+    if (op.kind == Op::DE_CREATE || op.kind == Op::DE_IMPORT) {
       if (!tables_created.insert(op.variable).second) {
         in_batch = absl::InvalidArgumentError(
-            "the batch creates this dynamic table twice; send one DE_CREATE per table and batch");
+            "the batch creates or restores this dynamic table twice; send one DE_CREATE or "
+            "DE_IMPORT per table and batch");
       }
     } else if (is_table_op(op.kind)) {
       // Tables check their own optimizer kind.

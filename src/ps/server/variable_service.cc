@@ -1,5 +1,6 @@
 #include "ps/server/variable_service.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <exception>
 #include <new>
@@ -87,6 +88,24 @@ Estimate estimate(const ExecuteBatch& batch, const VariableStore& store) {
       }
       case Op::DE_STATS: e.response_bytes += kFramingBytes + 128; break;
       case Op::DE_CREATE: break;
+      case Op::DE_EXPORT: {
+        // A copy of every row: key, last seen, values and slots.
+        absl::StatusOr<std::shared_ptr<DynamicTable>> table = store.find_table(op.variable);
+        if (!table.ok()) break;
+        const DynamicTable& t = **table;
+        const size_t row_bytes =
+            16 + static_cast<size_t>(t.options().dim * (1 + t.num_slots())) * sizeof(float);
+        const size_t bytes =
+            saturating_mul(static_cast<size_t>(std::max<int64_t>(t.stats().rows, 0)), row_bytes);
+        e.work_bytes = saturating_add(e.work_bytes, bytes);
+        e.response_bytes = saturating_add(e.response_bytes, saturating_add(bytes, kFramingBytes));
+        break;
+      }
+      case Op::DE_IMPORT:
+        // The decoded tensors are copied into the table's rows.
+        e.work_bytes =
+            saturating_add(e.work_bytes, 2 * (op.value.valid() ? op.value.byte_size() : 0));
+        break;
       case Op::APPLY_DENSE:
       case Op::APPLY_SPARSE:
       case Op::DE_APPLY:

@@ -1,0 +1,93 @@
+// The classifier's training closure with communication overlapped with
+// computation (internal; `psflow train --overlap on`).
+//
+// Within a closure of several steps, the gradients of each bucket of
+// layers (layer_buckets) are pushed as soon as the backward pass produces
+// them (the last bucket first), and the next step's parameters are read,
+// bucket 0 first, while this step's pushes are still in flight; the forward
+// pass takes each bucket's parameters as they arrive. docs/overlap.md.
+//
+// Consistency: asynchronous training already reads parameters that other
+// workers are updating. With overlap a read may also miss this worker's
+// own updates of the step just before it, never older ones: the read for
+// step i + 1 starts only once every push of step i - 1 has been answered,
+// so it reflects all of this worker's updates up to step i - 1 and
+// possibly some or all of step i's (a staleness of at most one step of the
+// worker's own updates; zero without overlap). Across closures there is no
+// staleness of its own: a closure returns only once its pushes are
+// answered.
+//
+// Exactly-once: every push goes through one thread in the order the
+// backward passes produce them, so a retried closure's pushes get the same
+// update keys; the optimizer's `iterations` advances once per step, with
+// the step's last push (that of the bucket holding layer 0). Errors: a failed push fails the
+// closure (the later pushes are dropped unsent; the retry sends them), as
+// does a failed read.
+#ifndef PSFLOW_TRAIN_OVERLAPPED_STEPS_H_
+#define PSFLOW_TRAIN_OVERLAPPED_STEPS_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "psflow/structure.h"
+#include "psflow/worker_context.h"
+#include "train/mlp_streamed.h"
+#include "train/step_runner.h"
+#include "train/train_step.h"
+
+namespace psflow::internal {
+
+// Consecutive layers [first, end) read together and pushed together: a
+// layer smaller than a round trip is worth joins its neighbour.
+// Thread-safety: a value type.
+struct LayerBucket {
+  size_t first = 0;
+  size_t end = 0;
+  friend bool operator==(const LayerBucket&, const LayerBucket&) = default;
+};
+
+// Buckets of layers in forward order, each closed once it holds at least
+// `min_bytes` (a last bucket smaller than that joins the one before it).
+// min_bytes 0: one bucket per layer.
+[[nodiscard]] std::vector<LayerBucket> layer_buckets(const std::vector<int64_t>& layer_bytes,
+                                                     int64_t min_bytes);
+
+// The bucket size of `psflow train --overlap on`: TF's tutorial shard size
+// (MinSizePartitioner's 256 KiB), below which a separate request costs
+// more than the overlap it buys (measured: docs/benchmarks.md).
+inline constexpr int64_t kOverlapBucketBytes = 256 * 1024;
+
+// How overlapped steps reach the ps: read a bucket's parameters (kernel and
+// bias of each layer, in layer order), push its gradients (same order;
+// `last`: the step's last push, which counts the step).
+// Thread-safety: a value type; `read` runs on the prefetch thread, `push` on
+// the push thread, each one call at a time.
+struct OverlapIo {
+  std::function<absl::StatusOr<std::vector<Tensor>>(const LayerBucket& bucket)> read;
+  std::function<absl::Status(const LayerBucket& bucket, std::vector<Tensor> gradients, bool last)>
+      push;
+};
+
+// One step's computation: takes each layer's parameters from `stream` (in
+// forward order) and hands it each layer's gradients (last layer first).
+// Runs on the caller's thread.
+using OverlapCompute = std::function<absl::Status(int64_t step, const LayerStream& stream)>;
+
+// `steps` steps with the schedule above over `buckets` (covering layers 0
+// to the last, in order): the first error of a read, a push or `compute`
+// is the result, after every push already queued has been answered.
+[[nodiscard]] absl::Status run_overlapped(int64_t steps, const std::vector<LayerBucket>& buckets,
+                                          const OverlapIo& io, const OverlapCompute& compute);
+
+// run_train_steps with overlap: config.steps steps of the classifier on
+// ctx's worker. `closure` names the closure and its per-worker state.
+[[nodiscard]] absl::StatusOr<Structure> run_overlapped_train_steps(WorkerContext& ctx,
+                                                                   const TrainStepConfig& config,
+                                                                   const TrainingClosure& closure);
+
+}  // namespace psflow::internal
+
+#endif  // PSFLOW_TRAIN_OVERLAPPED_STEPS_H_
