@@ -7,9 +7,10 @@
 // --data-dir is a Criteo TSV file, a directory of them, or
 // generated:<rows>[:<seed>] (data/criteo_generator.h); the last 10% of the
 // rows are the held-out test set, on which each epoch reports the AUC, the
-// log loss and the accuracy. Checkpoints (--checkpoint-dir) hold the
-// dense layers; the table's rows are not in them yet, so a resumed run
-// starts its embeddings afresh.
+// log loss and the accuracy. The run's checkpoints (every epoch, in
+// --run-dir) hold the dense layers and the table's rows with their slots
+// (the generic checkpoint path saves every table of the strategy), so a
+// rerun resumes both, into any number of ps tasks.
 #ifndef PSFLOW_TRAIN_DLRM_H_
 #define PSFLOW_TRAIN_DLRM_H_
 
