@@ -63,6 +63,22 @@ TEST(DlrmCliTest, TrainsOnAGeneratedCriteoFile) {
   // click rate (about 0.65).
   EXPECT_GT(s["test_auc"].get<double>(), 0.67) << s.dump(2);
   EXPECT_LT(s["test_loss"].get<double>(), 0.62) << s.dump(2);
+
+  // A rerun with one more epoch on 2 ps resumes from the last checkpoint,
+  // the table's rows included (re-hashed over 2 ps): the rows are back and
+  // the AUC goes on from where it was (embeddings started afresh would
+  // fall back towards 0.5 after one epoch).
+  const std::string resumed =
+      run_to_end({PSFLOW_BINARY_PATH, "train", "--model", "dlrm", "--data-dir", data, "--num-ps",
+                  "2", "--num-workers", "2", "--epochs", "4", "--batch-size", "256",
+                  "--steps-per-execution", "10", "--run-dir", run_dir, "--insecure"},
+                 absl::Seconds(120));
+  EXPECT_THAT(resumed, HasSubstr("resuming from"));
+  EXPECT_THAT(resumed, HasSubstr("starting at epoch 4"));
+  std::ifstream again(run_dir + "/summary.json");
+  const nlohmann::json r = nlohmann::json::parse(again);
+  EXPECT_GE(r["table"]["rows"].get<int64_t>(), s["table"]["rows"].get<int64_t>()) << r.dump(2);
+  EXPECT_GT(r["test_auc"].get<double>(), s["test_auc"].get<double>() - 0.01) << r.dump(2);
   std::filesystem::remove_all(dir);
 }
 
