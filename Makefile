@@ -40,7 +40,7 @@ export CCACHE_DIR ?= $(HOME)/.cache/psflow-ccache
 # Relative paths in the cache key: clones and build dirs at other paths share hits.
 export CCACHE_BASEDIR ?= $(CURDIR)
 
-.PHONY: all deps configure build test demo bench chaos format clean \
+.PHONY: all deps configure build test demo demo-dlrm bench chaos format clean \
   configure-sanitize build-sanitize sanitize fuzz configure-tsan tsan
 
 all: build
@@ -103,6 +103,9 @@ chaos: build
 demo: build
 	$(BUILD_DIR)/psflow train
 
+demo-dlrm: build
+	$(BUILD_DIR)/psflow train --model dlrm --data-dir generated:200000 --epochs 3
+
 bench: build
 	python3 bench/run_benchmarks.py --build-dir $(BUILD_DIR)
 	python3 bench/multihost_bench.py --build-dir $(BUILD_DIR)
@@ -112,6 +115,7 @@ bench: build
 	python3 bench/train_vs_torch.py --build-dir $(BUILD_DIR)
 	python3 bench/python_torch_vs_rpc.py --build-dir $(BUILD_DIR)
 	python3 bench/embedding_fill.py --build-dir $(BUILD_DIR)
+	python3 bench/dlrm_vs_torch.py --build-dir $(BUILD_DIR)
 
 format: deps
 	bash scripts/check-format.sh --fix

@@ -58,6 +58,7 @@ template <typename Flags, typename Run>
 [[nodiscard]] Command add_version_command(CLI::App& parent);
 [[nodiscard]] Command add_status_command(CLI::App& parent);
 [[nodiscard]] Command add_certs_command(CLI::App& parent);
+[[nodiscard]] Command add_datagen_command(CLI::App& parent);
 
 // Flags shared by `local-cluster` and `train`.
 struct LocalClusterFlags {

@@ -81,9 +81,10 @@ int psflow_main(int argc, char** argv) {
   app.set_version_flag("--version", std::string(version()));
   app.require_subcommand(1);
   const std::vector<Command> commands = {
-      add_train_command(app),           add_eval_command(app),    add_server_command(app),
-      add_local_cluster_command(app),   add_version_command(app), internal::add_status_command(app),
-      internal::add_certs_command(app),
+      add_train_command(app),           add_eval_command(app),
+      add_server_command(app),          add_local_cluster_command(app),
+      add_version_command(app),         internal::add_status_command(app),
+      internal::add_certs_command(app), internal::add_datagen_command(app),
   };
   if (std::optional<int> parsed = parse_command_line(app, argc, argv)) return *parsed;
   for (const Command& command : commands) {

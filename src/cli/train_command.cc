@@ -510,7 +510,8 @@ void add_train_flags(CLI::App& app, TrainFlags& flags) {
   TrainOptions& o = flags.train;
   app.add_option("--model", o.model,
                  "mlp (784-256-10) or logreg on Fashion-MNIST; wide_deep (sharded embeddings "
-                 "plus dense features) on generated click data or a LIBSVM --data-dir")
+                 "plus dense features) on generated click data or a LIBSVM --data-dir; dlrm "
+                 "(DLRM on a dynamic embedding table) on Criteo TSV or generated:<rows>")
       ->capture_default_str();
   app.add_option("--strategy", o.strategy,
                  "parameter_server (ps and worker tasks) or mirrored (synchronous replicas in "
@@ -578,6 +579,10 @@ void add_train_flags(CLI::App& app, TrainFlags& flags) {
       ->capture_default_str();
   app.add_option("--data-dir", o.data_dir,
                  "Directory of the Fashion-MNIST IDX files (default: the Debian package's)");
+  app.add_option("--bad-lines", o.bad_lines,
+                 "dlrm's Criteo reader: error (stop at the first bad line, naming file, line and "
+                 "field) or skip (count and skip bad lines)")
+      ->capture_default_str();
 }
 
 }  // namespace

@@ -8,11 +8,12 @@
 #include "nlohmann/json.hpp"
 #include "psflow/status_macros.h"
 #include "train/classifier.h"
+#include "train/dlrm.h"
 #include "train/wide_deep.h"
 
 namespace psflow::internal {
 
-std::vector<std::string> model_names() { return {"mlp", "logreg", kWideDeepModel}; }
+std::vector<std::string> model_names() { return {"mlp", "logreg", kWideDeepModel, kDlrmModel}; }
 
 absl::StatusOr<std::unique_ptr<Model>> make_model(const std::string& name) {
   const std::vector<std::string> names = model_names();
@@ -22,6 +23,7 @@ absl::StatusOr<std::unique_ptr<Model>> make_model(const std::string& name) {
                      absl::StrJoin(names, ", "), " (see `psflow train --help`)"));
   }
   if (name == kWideDeepModel) return std::make_unique<WideDeepModel>();
+  if (name == kDlrmModel) return std::make_unique<DlrmModel>();
   // Every other name is a classifier's.
   PSFLOW_ASSIGN_OR_RETURN(std::unique_ptr<ClassifierModel> classifier,
                           ClassifierModel::create(name));

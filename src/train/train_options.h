@@ -40,6 +40,9 @@ struct TrainOptions {
   uint64_t seed = 0;
   std::string data_dir;  // Empty: the model's default data.
   std::string run_dir;   // Where summary.json goes; created if missing.
+  // What a reader that has the choice does with a bad line: "error" or
+  // "skip" (dlrm's Criteo reader; data/criteo_reader.h).
+  std::string bad_lines = "error";
   // The checkpoint to resume from (--checkpoint): a name in
   // <run_dir>/checkpoints or a path; empty: the newest intact one
   // (train/resume_checkpoint.h).
