@@ -23,6 +23,9 @@ import statistics
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from results_merge import merge_results  # noqa: E402
+
 BINARY = "gemm_backend"
 
 
@@ -30,17 +33,6 @@ def run(path, batch, rounds):
     r = subprocess.run([path, str(batch), str(rounds)], capture_output=True, text=True,
                        timeout=300, check=True)
     return json.loads(r.stdout)["ms_per_pass"]
-
-
-def merge_results(path, entries):
-    results = []
-    if os.path.exists(path):
-        with open(path) as f:
-            results = [r for r in json.load(f) if r.get("binary") != BINARY]
-    results.extend(entries)
-    with open(path, "w") as f:
-        json.dump(results, f, indent=2)
-        f.write("\n")
 
 
 def main():
@@ -75,7 +67,7 @@ def main():
               f"(eigen / openblas = {eigen / blas:.2f})", flush=True)
     output = os.path.join(args.build_dir, "bench", "results.json")
     os.makedirs(os.path.dirname(output), exist_ok=True)
-    merge_results(output, entries)
+    merge_results(output, BINARY, entries)
     print(f"gemm_backend: {len(entries)} results merged into {output}")
     return 0
 

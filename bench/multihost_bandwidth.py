@@ -52,6 +52,8 @@ sys.path.insert(0, os.path.join(HERE, "..", "tests", "multihost"))
 import cluster  # noqa: E402
 import netns_hosts  # noqa: E402
 
+from results_merge import merge_results  # noqa: E402
+
 BINARY = "multihost_bandwidth"
 LINKS = {"uncapped": None, "1gbit": "1gbit", "100mbit": "100mbit"}
 TCP_PORT = 5201
@@ -168,17 +170,6 @@ def run_row(args, work, link, rate, mode, flags, byte_factor):
             "flags": flags}
 
 
-def merge_results(path, entries):
-    results = []
-    if os.path.exists(path):
-        with open(path) as f:
-            results = [r for r in json.load(f) if r.get("binary") != BINARY]
-    results.extend(entries)
-    with open(path, "w") as f:
-        json.dump(results, f, indent=2)
-        f.write("\n")
-
-
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--build-dir", default="build")
@@ -217,7 +208,7 @@ def main():
         if entries:
             output = os.path.join(args.build_dir, "bench", "results.json")
             os.makedirs(os.path.dirname(output), exist_ok=True)
-            merge_results(output, entries)
+            merge_results(output, BINARY, entries)
             print(f"multihost_bandwidth: {len(entries)} results merged into {output}")
     return 0
 

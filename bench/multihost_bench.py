@@ -40,6 +40,8 @@ import netns_hosts  # noqa: E402
 ROWS = [("delay_0ms", 0, None), ("delay_1ms", 1, None), ("delay_10ms", 10, None),
         ("delay_50ms", 50, None), ("bandwidth_1gbit", 0, "1gbit"),
         ("bandwidth_100mbit", 0, "100mbit")]
+from results_merge import merge_results  # noqa: E402
+
 BINARY = "multihost_bench"
 
 
@@ -134,17 +136,6 @@ def measured_round_trip_ms(delay_ms, rounds=20):
         echo.close()
 
 
-def merge_results(path, entries):
-    results = []
-    if os.path.exists(path):
-        with open(path) as f:
-            results = [r for r in json.load(f) if r.get("binary") != BINARY]
-    results.extend(entries)
-    with open(path, "w") as f:
-        json.dump(results, f, indent=2)
-        f.write("\n")
-
-
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--build-dir", default="build")
@@ -185,7 +176,7 @@ def main():
                   flush=True)
         output = os.path.join(args.build_dir, "bench", "results.json")
         os.makedirs(os.path.dirname(output), exist_ok=True)
-        merge_results(output, entries)
+        merge_results(output, BINARY, entries)
         print(f"multihost_bench: {len(entries)} results merged into {output}")
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -24,6 +24,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from results_merge import merge_results  # noqa: E402
+
 BINARY = "overlap_bench"
 
 
@@ -44,17 +47,6 @@ def run(args, work, batch, overlap, tag):
                            f"{summary.get('optimizer_iterations')} in {run_dir}")
     shutil.rmtree(run_dir, ignore_errors=True)
     return float(summary["examples_per_sec"]), float(summary["test_accuracy"])
-
-
-def merge_results(path, entries):
-    results = []
-    if os.path.exists(path):
-        with open(path) as f:
-            results = [r for r in json.load(f) if r.get("binary") != BINARY]
-    results.extend(entries)
-    with open(path, "w") as f:
-        json.dump(results, f, indent=2)
-        f.write("\n")
 
 
 def main():
@@ -92,7 +84,7 @@ def main():
         shutil.rmtree(work, ignore_errors=True)
     output = os.path.join(args.build_dir, "bench", "results.json")
     os.makedirs(os.path.dirname(output), exist_ok=True)
-    merge_results(output, entries)
+    merge_results(output, BINARY, entries)
     print(f"overlap_bench: {len(entries)} results merged into {output}")
     return 0
 

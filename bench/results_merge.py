@@ -1,7 +1,7 @@
 """Merging a script's entries into <build-dir>/bench/results.json.
 
 The file is run_benchmarks.py's list of result objects; a script that adds
-to it (multihost_bench.py does the same) replaces its own earlier entries,
+to it replaces its own earlier entries,
 those whose "binary" is its name, and keeps everyone else's.
 """
 
