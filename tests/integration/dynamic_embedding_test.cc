@@ -21,6 +21,7 @@
 #include "psflow/local_cluster.h"
 #include "psflow/server.h"
 #include "strategy/dynamic_embedding_internal.h"
+#include "suite_cluster.h"
 
 namespace psflow::internal {
 namespace {
@@ -39,22 +40,16 @@ class DynamicEmbeddingTest : public ::testing::Test {
     options.num_workers = 0;
     options.include_chief = false;
     options.binary_path = PSFLOW_BINARY_PATH;
-    absl::StatusOr<std::unique_ptr<LocalCluster>> cluster = LocalCluster::start(options);
-    ASSERT_TRUE(cluster.ok()) << cluster.status();
-    cluster_ = cluster->release();
+    start_suite_cluster(cluster_, options);
+    if (cluster_ == nullptr) return;
     clients_ = new std::vector<std::shared_ptr<VariableClient>>();
-    for (int i = 0; i < kNumPs; ++i) {
-      absl::StatusOr<std::string> address = cluster_->cluster_spec().task_address("ps", i);
-      ASSERT_TRUE(address.ok()) << address.status();
-      clients_->push_back(make_grpc_variable_client(*address, task_name("ps", i)));
-    }
+    connect_to_ps_tasks(*cluster_, kNumPs, *clients_);
   }
 
   static void TearDownTestSuite() {
     delete clients_;
     clients_ = nullptr;
-    delete cluster_;
-    cluster_ = nullptr;
+    stop_suite_cluster(cluster_);
   }
 
   void SetUp() override { ASSERT_NE(cluster_, nullptr) << "the cluster did not start"; }
