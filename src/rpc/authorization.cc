@@ -28,6 +28,10 @@ constexpr std::array<MethodRule, kNumMethods> kMethodRules = {{
     {Method::kPsGetStatus, "/psflow.v1.VariableService/GetStatus", kAnyAuthenticated},
     {Method::kPsExecute, "/psflow.v1.VariableService/Execute", kChief | kWorker},
     {Method::kPsListVariables, "/psflow.v1.VariableService/ListVariables", kChief},
+    // A data path for the same Execute calls: for whoever may call Execute.
+    {Method::kPsOpenSharedMemory, "/psflow.v1.VariableService/OpenSharedMemory", kChief | kWorker},
+    {Method::kPsCloseSharedMemory, "/psflow.v1.VariableService/CloseSharedMemory",
+     kChief | kWorker},
     {Method::kWorkerGetStatus, "/psflow.v1.ExecutorService/GetStatus", kAnyAuthenticated},
     {Method::kWorkerRunFunction, "/psflow.v1.ExecutorService/RunFunction", kChief},
     {Method::kWorkerCancelFunction, "/psflow.v1.ExecutorService/CancelFunction", kChief},

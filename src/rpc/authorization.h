@@ -38,6 +38,8 @@ enum class Method {
   kPsGetStatus,
   kPsExecute,  // Also checked per op: authorize_variable_op().
   kPsListVariables,
+  kPsOpenSharedMemory,
+  kPsCloseSharedMemory,
   // psflow.v1.ExecutorService (worker tasks).
   kWorkerGetStatus,
   kWorkerRunFunction,

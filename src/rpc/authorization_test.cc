@@ -44,6 +44,8 @@ const std::map<Method, std::vector<std::string>>& expected_methods() {
       {Method::kPsGetStatus, {"*"}},
       {Method::kPsExecute, {"chief", "worker"}},
       {Method::kPsListVariables, {"chief"}},
+      {Method::kPsOpenSharedMemory, {"chief", "worker"}},
+      {Method::kPsCloseSharedMemory, {"chief", "worker"}},
       {Method::kWorkerGetStatus, {"*"}},
       {Method::kWorkerRunFunction, {"chief"}},
       {Method::kWorkerCancelFunction, {"chief"}},

@@ -29,6 +29,7 @@ class CountingVariableClient final : public VariableClient {
       : inner_(std::move(inner)) {}
 
   const std::string& task_name() const override { return inner_->task_name(); }
+  bool uses_shared_memory() const override { return inner_->uses_shared_memory(); }
   void execute_batch_async(ExecuteBatch batch, absl::Time deadline, BatchCallback done) override {
     ++requests_;
     ops_ += static_cast<int>(batch.ops.size());

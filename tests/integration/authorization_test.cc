@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include <algorithm>
+#include <cstring>
 #include <memory>
 #include <optional>
 #include <string>
@@ -20,8 +21,10 @@
 #include "gtest/gtest.h"
 #include "launcher/port_reservation.h"
 #include "ps/request/execute_batch.h"
+#include "ps/request/grpc_execute_codec.h"
 #include "psflow/v1/task.grpc.pb.h"
 #include "psflow/variable_handle.h"
+#include "rpc/shared_memory_region.h"
 #include "tensor/codec.h"
 #include "test_certificates.h"
 #include "test_process.h"
@@ -487,6 +490,78 @@ TEST_F(AuthorizationTest, CancellingAnotherClientsClosureFindsNothingRunning) {
                       batch_of({op(Op::DELETE, "authz_arrived"), op(Op::DELETE, "authz_gate")}),
                       &created)
                   .ok());
+}
+
+// A shared-memory session belongs to the task that opened it: another
+// worker naming its token is told there is no such session and changes
+// nothing, as for a token never issued; tasks without a ps-client role
+// cannot open one.
+TEST_F(AuthorizationTest, SharedMemorySessionsBelongToTheirOpener) {
+  v1::ExecuteResponse ignored;
+  ASSERT_TRUE(
+      execute("chief-0",
+              batch_of({op(Op::CREATE, "shm_owned", floats(std::vector<float>(2048, 1.0f)))}),
+              &ignored)
+          .ok());
+  auto open = [](const std::string& stem, v1::OpenSharedMemoryResponse* response) {
+    grpc::ClientContext context;
+    set_deadline(context);
+    v1::OpenSharedMemoryRequest request;
+    request.set_boot_id(host_boot_id());
+    request.set_bytes(1 << 20);
+    return v1::VariableService::NewStub(channel(0, stem))
+        ->OpenSharedMemory(&context, request, response);
+  };
+  v1::OpenSharedMemoryResponse session;
+  const grpc::Status opened = open("worker-0", &session);
+  ASSERT_TRUE(opened.ok()) << opened.error_message();
+  absl::StatusOr<std::unique_ptr<SharedMemoryRegion>> region =
+      SharedMemoryRegion::attach(session.pid(), session.fd(), session.bytes(), session.session());
+  ASSERT_TRUE(region.ok()) << region.status();
+  std::vector<float> ones(2048, 1.0f);
+  std::memcpy((*region)->data() + 8192, ones.data(), ones.size() * sizeof(float));
+
+  auto add_from_region = [&](const std::string& stem) {
+    v1::ExecuteRequest request;
+    v1::VariableOp* add = request.add_ops();
+    add->set_kind(Op::ASSIGN_ADD);
+    add->set_variable("shm_owned");
+    add->mutable_value()->set_dtype(v1::DT_FLOAT);
+    add->mutable_value()->add_shape(2048);
+    add->mutable_value()->mutable_shared()->set_offset(8192);
+    add->mutable_value()->mutable_shared()->set_length(2048 * sizeof(float));
+    request.mutable_shared_memory()->set_session(session.session());
+    grpc::ClientContext context;
+    set_deadline(context);
+    v1::ExecuteResponse response;
+    return v1::VariableService::NewStub(channel(0, stem))->Execute(&context, request, &response);
+  };
+  const grpc::Status stolen = add_from_region("worker-1");
+  EXPECT_EQ(stolen.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << stolen.error_message();
+  EXPECT_THAT(stolen.error_message(), ::testing::HasSubstr("no such shared-memory session"));
+  EXPECT_EQ(read_floats("shm_owned"), std::vector<float>(2048, 1.0f));
+  const grpc::Status own = add_from_region("worker-0");
+  EXPECT_TRUE(own.ok()) << own.error_message();
+  EXPECT_EQ(read_floats("shm_owned"), std::vector<float>(2048, 2.0f));
+
+  // Closing it is the opener's too.
+  auto close = [&](const std::string& stem) {
+    grpc::ClientContext context;
+    set_deadline(context);
+    v1::CloseSharedMemoryRequest request;
+    request.set_session(session.session());
+    v1::CloseSharedMemoryResponse response;
+    return v1::VariableService::NewStub(channel(0, stem))
+        ->CloseSharedMemory(&context, request, &response);
+  };
+  EXPECT_EQ(close("worker-1").error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_TRUE(close("worker-0").ok());
+  EXPECT_EQ(add_from_region("worker-0").error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+
+  for (const std::string stem : {"evaluator-0", "nobody", "ps-0"}) {
+    v1::OpenSharedMemoryResponse response;
+    EXPECT_EQ(open(stem, &response).error_code(), grpc::StatusCode::PERMISSION_DENIED) << stem;
+  }
 }
 
 }  // namespace

@@ -179,6 +179,10 @@ class Hosts:
     def start(self, i, argv, env=None, log=None):
         """Starts argv on host i; output goes to the file `log` (a path)."""
         full_env = dict(os.environ)
+        # Each namespace stands for a host of its own; the kernel is shared,
+        # so without this the tasks would find each other on "the same host"
+        # and move tensors through shared memory instead of the links.
+        full_env["PSFLOW_SHARED_MEMORY"] = "off"
         full_env.update(env or {})
         out = open(log, "wb") if log else subprocess.DEVNULL
         try:

@@ -1,10 +1,13 @@
 // VariableClient over gRPC: Execute through the generic stub, carrying the
 // ExecuteRequest / ExecuteResponse wire format written and read by
 // ps/grpc_execute_codec.h (tensor payloads sent from their own buffers,
-// received with one copy).
+// received with one copy). With a ps on the same host, large tensor
+// contents travel in a shared-memory session instead (one copy in, one
+// copy out, no encryption or socket work); the messages stay on gRPC.
 #include <grpcpp/client_context.h>
 #include <grpcpp/generic/generic_stub.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <utility>
@@ -14,10 +17,13 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "base/logging.h"
+#include "ps/client/shared_memory_client.h"
 #include "ps/client/variable_client.h"
 #include "ps/request/execute_batch.h"
 #include "ps/request/grpc_execute_codec.h"
 #include "ps/request/lost_state.h"
+#include "psflow/v1/task.pb.h"
 #include "rpc/allocator_tuning.h"
 #include "rpc/channel.h"
 #include "rpc/grpc_status.h"
@@ -27,6 +33,34 @@ namespace psflow::internal {
 namespace {
 
 constexpr char kExecuteMethod[] = "/psflow.v1.VariableService/Execute";
+constexpr char kOpenSharedMemoryMethod[] = "/psflow.v1.VariableService/OpenSharedMemory";
+constexpr char kCloseSharedMemoryMethod[] = "/psflow.v1.VariableService/CloseSharedMemory";
+// The region asked for: far more than a step of the largest dense model
+// moves per ps, and its pages cost memory only once used.
+constexpr uint64_t kSharedMemoryBytes = uint64_t{64} << 20;
+// Waits between asking a ps for a session again after a transient
+// refusal (it was down, busy or out of budget), doubling up to the longest.
+constexpr absl::Duration kFirstOpenBackoff = absl::Milliseconds(100);
+constexpr absl::Duration kLongestOpenBackoff = absl::Seconds(30);
+
+// Whether a call that failed with `code` certainly left its slice alone:
+// the ps answered it with a refusal, or it never left this process. Other
+// failures (the connection dropped, the deadline passed, the call was
+// cancelled) may leave the ps still working in the slice.
+bool ps_done_with(absl::StatusCode code) {
+  switch (code) {
+    case absl::StatusCode::kInvalidArgument:
+    case absl::StatusCode::kNotFound:
+    case absl::StatusCode::kAlreadyExists:
+    case absl::StatusCode::kPermissionDenied:
+    case absl::StatusCode::kFailedPrecondition:
+    case absl::StatusCode::kOutOfRange:
+    case absl::StatusCode::kResourceExhausted:
+    case absl::StatusCode::kUnimplemented:
+    case absl::StatusCode::kUnauthenticated: return true;
+    default: return false;
+  }
+}
 
 // Responses are decoded on the gRPC thread that completes the call (one copy
 // of each payload, at memcpy speed), just before `done` runs there.
@@ -47,10 +81,14 @@ class GrpcVariableClient final : public VariableClient {
 
   ~GrpcVariableClient() override {
     std::vector<std::shared_ptr<Call>> calls;
+    std::shared_ptr<OpenCall> open_call;
     {
       absl::MutexLock lock(&mu_);
+      closing_ = true;  // No session is opened from here on.
       for (const auto& [raw, call] : calls_) calls.push_back(call);
+      open_call = open_call_;
     }
+    if (open_call != nullptr) open_call->context.TryCancel();
     // Outside the lock: cancelling may run a call's callback on this thread.
     for (const auto& call : calls) call->context.TryCancel();
     calls.clear();
@@ -58,19 +96,79 @@ class GrpcVariableClient final : public VariableClient {
     mu_.Await(absl::Condition(
         +[](absl::flat_hash_map<Call*, std::shared_ptr<Call>>* calls) { return calls->empty(); },
         &calls_));
+    open_call.reset();
+    mu_.Await(absl::Condition(
+        +[](std::shared_ptr<OpenCall>* open) { return *open == nullptr; }, &open_call_));
+    if (session_ != nullptr) close_session(*session_);
   }
 
   const std::string& task_name() const override { return task_name_; }
+  bool uses_shared_memory() const override {
+    absl::MutexLock lock(&mu_);
+    return shared_state_ == SharedState::kReady;
+  }
 
   void execute_batch_async(ExecuteBatch batch, absl::Time deadline, BatchCallback done) override {
+    send(std::move(batch), deadline, std::move(done), /*use_shared_memory=*/true);
+  }
+
+ private:
+  struct Call {
+    grpc::ClientContext context;
+    grpc::ByteBuffer request;
+    grpc::ByteBuffer response;
+    // Per result, where its payload should land (VariableOpArgs::result_buffer).
+    std::vector<std::shared_ptr<TensorBuffer>> destinations;
+    BatchCallback done;
+    // Set when the call's contents are in shared memory: the session, the
+    // call's slice of it, and what sending it again without needs.
+    std::shared_ptr<SharedMemoryClientSession> session;
+    SharedMemoryClientSession::Slice slice;
+    std::optional<ExecuteBatch> batch;
+    absl::Time deadline;
+  };
+
+  struct OpenCall {
+    grpc::ClientContext context;
+    grpc::ByteBuffer request;
+    grpc::ByteBuffer response;
+  };
+
+  enum class SharedState { kNone, kOpening, kReady, kOff };
+
+  void send(ExecuteBatch batch, absl::Time deadline, BatchCallback done, bool use_shared_memory) {
     auto call = std::make_shared<Call>();
-    call->request = encode_execute_request(batch);
-    const size_t size = call->request.Length();
+    call->destinations = result_destinations(batch);
+    std::shared_ptr<SharedMemoryClientSession> session =
+        use_shared_memory ? shared_session() : nullptr;
+    std::optional<SharedMemoryClientSession::Slice> slice;
+    // Bytes of the request's contents in the region: they count towards
+    // its size as if they were in the message.
+    size_t in_region = 0;
+    if (session != nullptr) {
+      const uint64_t wanted = shared_bytes_wanted(batch, call->destinations);
+      // A call larger than a quarter of the region goes in the message, so
+      // that one huge call cannot starve the steady traffic of others.
+      if (wanted > 0 && wanted <= session->region().size() / 4) slice = session->allocate(wanted);
+    }
+    if (slice.has_value()) {
+      SharedRequest shared{session->token(), SharedArena(session->region().data(), slice->offset,
+                                                         slice->offset + slice->bytes)};
+      call->request = encode_execute_request(batch, &shared);
+      in_region = shared.arena.next() - slice->offset;
+      call->session = std::move(session);
+      call->slice = *slice;
+      call->batch = batch;  // Shares the tensors: cheap.
+      call->deadline = deadline;
+    } else {
+      call->request = encode_execute_request(batch);
+    }
+    const size_t size = call->request.Length() + in_region;
     if (size > limits_.max_message_bytes) {
+      if (call->session != nullptr) call->session->release(call->slice);
       done(annotate(request_too_large(batch, size)));
       return;
     }
-    call->destinations = result_destinations(batch);
     call->done = std::move(done);
     configure_context(call->context, deadline);
     Call* raw = call.get();
@@ -82,15 +180,132 @@ class GrpcVariableClient final : public VariableClient {
                     &raw->response, [this, raw](grpc::Status status) { finish(raw, status); });
   }
 
- private:
-  struct Call {
+  // The session to use now, or null; asks the ps for one (once, in the
+  // background) when there is none yet, so that no call waits for it.
+  std::shared_ptr<SharedMemoryClientSession> shared_session() {
+    {
+      absl::MutexLock lock(&mu_);
+      if (shared_state_ == SharedState::kReady) return session_;
+      if (shared_state_ != SharedState::kNone || closing_) return nullptr;
+      if (!shared_memory_enabled()) {
+        shared_state_ = SharedState::kOff;
+        return nullptr;
+      }
+      const absl::Time now = absl::Now();
+      if (now < next_open_) return nullptr;
+      next_open_ = now + open_backoff_;
+      open_backoff_ = std::min(2 * open_backoff_, kLongestOpenBackoff);
+      shared_state_ = SharedState::kOpening;
+    }
+    open_session();
+    return nullptr;
+  }
+
+  void open_session() {
+    auto open = std::make_shared<OpenCall>();
+    v1::OpenSharedMemoryRequest request;
+    request.set_boot_id(host_boot_id());
+    request.set_bytes(kSharedMemoryBytes);
+    open->request = serialize(request);
+    configure_context(open->context, absl::Now() + absl::Seconds(30));
+    OpenCall* raw = open.get();
+    {
+      absl::MutexLock lock(&mu_);
+      open_call_ = std::move(open);
+    }
+    stub_.UnaryCall(&raw->context, kOpenSharedMemoryMethod, grpc::StubOptions(), &raw->request,
+                    &raw->response, [this, raw](grpc::Status status) { opened(*raw, status); });
+  }
+
+  // Installs the ps's answer to open_call_, then frees that call (the last
+  // use of `this` for it: the destructor waits for open_call_ to be null).
+  void opened(OpenCall& open, const grpc::Status& status) {
+    absl::Status result = from_grpc_status(status);
+    v1::OpenSharedMemoryResponse response;
+    if (result.ok() && !parse(open.response, &response)) {
+      result = absl::InternalError("the ps sent an OpenSharedMemoryResponse that does not parse");
+    }
+    std::shared_ptr<SharedMemoryClientSession> session;
+    if (result.ok()) {
+      absl::StatusOr<std::unique_ptr<SharedMemoryRegion>> region = SharedMemoryRegion::attach(
+          response.pid(), response.fd(), response.bytes(), response.session());
+      if (region.ok()) {
+        session =
+            std::make_shared<SharedMemoryClientSession>(response.session(), *std::move(region));
+      } else {
+        result = region.status();
+      }
+    }
+    absl::MutexLock lock(&mu_);
+    open_call_.reset();
+    if (session != nullptr) {
+      PSFLOW_LOG(Info, task_name_, " (", target_, "): tensor payloads over shared memory (",
+                 response.bytes() >> 20, " MiB region); messages over gRPC");
+      shared_state_ = SharedState::kReady;
+      session_ = std::move(session);
+      open_backoff_ = kFirstOpenBackoff;
+      return;
+    }
+    // Retried later only when the ps may say yes next time (it was busy,
+    // or unreachable); a ps on another host, or one that offers no shared
+    // memory, gets the messages alone for the client's life.
+    const bool transient = absl::IsUnavailable(result) || absl::IsDeadlineExceeded(result) ||
+                           absl::IsResourceExhausted(result);
+    if (!transient || !logged_no_session_) {
+      PSFLOW_LOG(Info, task_name_, " (", target_,
+                 "): tensor payloads over gRPC: ", result.message());
+      logged_no_session_ = true;
+    }
+    shared_state_ = transient ? SharedState::kNone : SharedState::kOff;
+  }
+
+  // Tells the ps it may drop `session` (best effort, bounded wait): the ps
+  // also drops sessions that stay idle.
+  void close_session(const SharedMemoryClientSession& session) {
+    v1::CloseSharedMemoryRequest request;
+    request.set_session(session.token());
+    grpc::ByteBuffer raw_request = serialize(request);
+    grpc::ByteBuffer raw_response;
     grpc::ClientContext context;
-    grpc::ByteBuffer request;
-    grpc::ByteBuffer response;
-    // Per result, where its payload should land (VariableOpArgs::result_buffer).
-    std::vector<std::shared_ptr<TensorBuffer>> destinations;
-    BatchCallback done;
-  };
+    configure_context(context, absl::Now() + absl::Milliseconds(500));
+    absl::Mutex done_mu;
+    bool done = false;
+    stub_.UnaryCall(&context, kCloseSharedMemoryMethod, grpc::StubOptions(), &raw_request,
+                    &raw_response, [&](grpc::Status) {
+                      absl::MutexLock lock(&done_mu);
+                      done = true;
+                    });
+    absl::MutexLock lock(&done_mu);
+    done_mu.Await(absl::Condition(&done));
+  }
+
+  // Forgets `session` after the ps no longer knows it (or it is spent), so
+  // that a new one is opened on a later call.
+  void drop_session(const std::shared_ptr<SharedMemoryClientSession>& session) {
+    absl::MutexLock lock(&mu_);
+    if (session_ == session) {
+      session_ = nullptr;
+      if (shared_state_ == SharedState::kReady) shared_state_ = SharedState::kNone;
+    }
+  }
+
+  template <typename Message>
+  static grpc::ByteBuffer serialize(const Message& message) {
+    std::string bytes = message.SerializeAsString();
+    grpc::Slice slice(bytes);
+    return grpc::ByteBuffer(&slice, 1);
+  }
+
+  template <typename Message>
+  static bool parse(const grpc::ByteBuffer& buffer, Message* message) {
+    std::vector<grpc::Slice> slices;
+    if (!buffer.Dump(&slices).ok()) return false;
+    std::string bytes;
+    for (const grpc::Slice& slice : slices) {
+      bytes.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
+    }
+    return message->ParseFromString(bytes);
+  }
 
   // The result buffers of `batch`'s READ and GATHER ops in result order;
   // empty when there are none, or when an op whose result count is not
@@ -166,8 +381,24 @@ class GrpcVariableClient final : public VariableClient {
 
   void finish(Call* call, const grpc::Status& status) {
     absl::StatusOr<std::vector<Tensor>> results;
+    const auto& trailers = call->context.GetServerTrailingMetadata();
+    const bool unknown_session =
+        call->session != nullptr && !status.ok() &&
+        trailers.find(grpc::string_ref(kUnknownSharedMemorySessionMetadata)) != trailers.end();
+    if (unknown_session) {
+      // Refused before anything ran: sent again with its contents in the
+      // message, and a new session is asked for on a later call.
+      drop_session(call->session);
+      send(*std::move(call->batch), call->deadline, std::move(call->done),
+           /*use_shared_memory=*/false);
+      absl::MutexLock lock(&mu_);
+      calls_.erase(call);
+      return;
+    }
     if (status.ok()) {
-      results = decode_execute_response(call->response, limits_, call->destinations);
+      results =
+          decode_execute_response(call->response, limits_, call->destinations,
+                                  call->session != nullptr ? &call->session->region() : nullptr);
       if (!results.ok()) {
         results = annotate(absl::InternalError(
             absl::StrCat("the ps sent an ExecuteResponse this client cannot read: ",
@@ -177,13 +408,25 @@ class GrpcVariableClient final : public VariableClient {
       absl::Status error = annotate(from_grpc_status(status));
       // The ps came back empty (ps/request/lost_state.h): passed on for
       // ps/client/ps_failure.h to report as a ps failure.
-      const auto& trailers = call->context.GetServerTrailingMetadata();
       if (absl::IsNotFound(error) &&
           trailers.find(grpc::string_ref(kPsHoldsNothingMetadata)) != trailers.end()) {
         error.SetPayload(kPsHoldsNothingPayload, absl::Cord("1"));
       }
       results = std::move(error);
     }
+    if (call->session != nullptr) {
+      // An answer means the ps is done with the slice; without one it may
+      // still be working in it.
+      if (status.ok() || ps_done_with(static_cast<absl::StatusCode>(status.error_code()))) {
+        call->session->release(call->slice);
+      } else if (call->session->retire(call->slice)) {
+        drop_session(call->session);
+      }
+    }
+    // The caller may reuse its destination buffers as soon as `done` runs
+    // (a buffer pool sees them free only when nobody else holds them).
+    call->destinations.clear();
+    call->batch.reset();
     call->done(std::move(results));
     // Last use of `this`: the call (context and buffers) is freed under the
     // lock, before the destructor can see the map empty.
@@ -196,8 +439,16 @@ class GrpcVariableClient final : public VariableClient {
   CodecLimits limits_;
   std::shared_ptr<grpc::Channel> channel_;
   grpc::GenericStub stub_;
-  absl::Mutex mu_;
+  mutable absl::Mutex mu_;
   absl::flat_hash_map<Call*, std::shared_ptr<Call>> calls_ ABSL_GUARDED_BY(mu_);
+  SharedState shared_state_ ABSL_GUARDED_BY(mu_) = SharedState::kNone;
+  std::shared_ptr<SharedMemoryClientSession> session_ ABSL_GUARDED_BY(mu_);
+  absl::Time next_open_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  absl::Duration open_backoff_ ABSL_GUARDED_BY(mu_) = kFirstOpenBackoff;
+  bool logged_no_session_ ABSL_GUARDED_BY(mu_) = false;
+  bool closing_ ABSL_GUARDED_BY(mu_) = false;
+  // The OpenSharedMemory call in flight, if any.
+  std::shared_ptr<OpenCall> open_call_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace

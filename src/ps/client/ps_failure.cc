@@ -13,6 +13,7 @@ class PsFailureClient final : public VariableClient {
   explicit PsFailureClient(std::unique_ptr<VariableClient> inner) : inner_(std::move(inner)) {}
 
   const std::string& task_name() const override { return inner_->task_name(); }
+  bool uses_shared_memory() const override { return inner_->uses_shared_memory(); }
 
   void execute_batch_async(ExecuteBatch batch, absl::Time deadline, BatchCallback done) override {
     inner_->execute_batch_async(std::move(batch), deadline,

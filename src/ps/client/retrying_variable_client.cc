@@ -112,6 +112,15 @@ struct RetriedCall {
   std::function<void(Result)> done;
   int attempt = 1;
   absl::Duration backoff;
+
+  // Ends the call with `result`. The request (and so any result buffers
+  // it names) is dropped first: the caller may reuse those buffers as
+  // soon as it has the result, while the transport still holds this call.
+  void finish(Result result) {
+    std::function<void(Result)> to_call = std::move(done);
+    request = Request();
+    to_call(std::move(result));
+  }
 };
 
 // Thread-safety: all methods are thread-safe (see the header).
@@ -129,6 +138,7 @@ class RetryingVariableClient final : public VariableClient {
   }
 
   const std::string& task_name() const override { return inner_->task_name(); }
+  bool uses_shared_memory() const override { return inner_->uses_shared_memory(); }
 
   void execute_batch_async(ExecuteBatch batch, absl::Time deadline, BatchCallback done) override {
     if (policy_.max_attempts <= 1 || !is_safe_to_repeat(batch)) {
@@ -149,18 +159,18 @@ class RetryingVariableClient final : public VariableClient {
   void send(const std::shared_ptr<Call>& call, Issue issue) {
     issue(call, [this, call, issue](auto result) mutable {
       if (result.ok() || !is_retryable(result.status()) || call->attempt >= policy_.max_attempts) {
-        call->done(std::move(result));
+        call->finish(std::move(result));
         return;
       }
       const absl::Duration wait = jittered(call->backoff);
       if (absl::Now() + wait >= call->deadline) {
-        call->done(std::move(result));
+        call->finish(std::move(result));
         return;
       }
       absl::Status last = result.status();
       auto retry = [this, call, issue, last](bool run) mutable {
         if (!run) {
-          call->done(last);
+          call->finish(last);
           return;
         }
         ++call->attempt;
@@ -168,7 +178,7 @@ class RetryingVariableClient final : public VariableClient {
         send(call, issue);
       };
       // A stopping client drops `retry` uncalled: answer here instead.
-      if (!timer_.schedule(absl::Now() + wait, std::move(retry))) call->done(std::move(last));
+      if (!timer_.schedule(absl::Now() + wait, std::move(retry))) call->finish(std::move(last));
     });
   }
 

@@ -27,6 +27,9 @@ class VariableClient {
   virtual ~VariableClient() = default;
   // "/job:ps/replica:0/task:1", or "/job:chief/replica:0/task:0" for local.
   [[nodiscard]] virtual const std::string& task_name() const = 0;
+  // Whether calls now carry their large tensor contents in shared memory
+  // (a ps on this host; see ps/server/variable_service.h).
+  [[nodiscard]] virtual bool uses_shared_memory() const { return false; }
   // Runs `batch` on the task and calls `done` exactly once, possibly on
   // another thread, possibly before returning. Errors name the task. No
   // payload is copied into or out of protos: the batch's tensors are

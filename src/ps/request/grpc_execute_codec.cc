@@ -30,6 +30,9 @@ WireDType result_wire(const std::vector<WireDType>& wire, size_t i) {
 constexpr uint32_t kRequestOps = 1;
 constexpr uint32_t kRequestOptimizers = 2;
 constexpr uint32_t kRequestUpdateKey = 3;
+constexpr uint32_t kRequestSharedMemory = 4;
+// SharedMemoryCall holds a 16-byte token and two integers: far less.
+constexpr size_t kMaxSharedMemoryCallBytes = 256;
 constexpr uint32_t kOpKind = 1;
 constexpr uint32_t kOpVariable = 2;
 constexpr uint32_t kOpValue = 3;
@@ -103,12 +106,41 @@ size_t op_body_size(const VariableOpArgs& op, size_t value_size, size_t ids_size
   return size;
 }
 
-void write_op(const VariableOpArgs& op, ByteBufferWriter& out) {
-  const size_t value_size = op.value.valid() ? encoded_size(op.value, op.wire_dtype) : 0;
-  const size_t ids_size = op.ids.valid() ? encoded_size(op.ids) : 0;
+// Where a tensor goes: its offset in the shared region, or -1 for the
+// message itself.
+int64_t place(const Tensor& t, WireDType wire, SharedArena* arena) {
+  if (arena == nullptr || !t.valid() || !shareable(t, wire)) return -1;
+  return arena->reserve(content_bytes(t, wire));
+}
+
+size_t placed_size(const Tensor& t, WireDType wire, int64_t at) {
+  return at >= 0 ? shared_tensor_proto_size(t, wire, static_cast<uint64_t>(at))
+                 : encoded_size(t, wire);
+}
+
+void write_placed(const Tensor& t, WireDType wire, int64_t at, const SharedArena* arena,
+                  ByteBufferWriter& out) {
+  if (at >= 0) {
+    write_shared_tensor_proto(t, wire, static_cast<uint64_t>(at), *arena, out);
+  } else {
+    write_tensor_proto(t, wire, out);
+  }
+}
+
+void write_op(const VariableOpArgs& op, SharedArena* arena, ByteBufferWriter& out) {
+  constexpr WireDType kAsIs = WireDType::kFloat32;
+  const int64_t value_at = place(op.value, op.wire_dtype, arena);
+  const int64_t ids_at = place(op.ids, kAsIs, arena);
+  const size_t value_size = op.value.valid() ? placed_size(op.value, op.wire_dtype, value_at) : 0;
+  const size_t ids_size = op.ids.valid() ? placed_size(op.ids, kAsIs, ids_at) : 0;
+  std::vector<int64_t> slot_at;
   std::vector<size_t> slot_sizes;
+  slot_at.reserve(op.slots.size());
   slot_sizes.reserve(op.slots.size());
-  for (const Tensor& slot : op.slots) slot_sizes.push_back(encoded_size(slot));
+  for (const Tensor& slot : op.slots) {
+    slot_at.push_back(place(slot, kAsIs, arena));
+    slot_sizes.push_back(placed_size(slot, kAsIs, slot_at.back()));
+  }
   std::string* bytes = out.bytes();
   internal::put_tag(bytes, kRequestOps, WireType::kLengthDelimited);
   internal::put_varint(bytes, op_body_size(op, value_size, ids_size, slot_sizes));
@@ -124,12 +156,12 @@ void write_op(const VariableOpArgs& op, ByteBufferWriter& out) {
   if (op.value.valid()) {
     internal::put_tag(bytes, kOpValue, WireType::kLengthDelimited);
     internal::put_varint(bytes, value_size);
-    write_tensor_proto(op.value, op.wire_dtype, out);
+    write_placed(op.value, op.wire_dtype, value_at, arena, out);
   }
   if (op.ids.valid()) {
     internal::put_tag(bytes, kOpIds, WireType::kLengthDelimited);
     internal::put_varint(bytes, ids_size);
-    write_tensor_proto(op.ids, out);
+    write_placed(op.ids, kAsIs, ids_at, arena, out);
   }
   if (op.optimizer != 0) {
     internal::put_tag(bytes, kOpOptimizer, WireType::kVarint);
@@ -156,7 +188,7 @@ void write_op(const VariableOpArgs& op, ByteBufferWriter& out) {
   for (size_t i = 0; i < op.slots.size(); ++i) {
     internal::put_tag(bytes, kOpSlots, WireType::kLengthDelimited);
     internal::put_varint(bytes, slot_sizes[i]);
-    write_tensor_proto(op.slots[i], out);
+    write_placed(op.slots[i], kAsIs, slot_at[i], arena, out);
   }
   if (op.step != 0) {
     internal::put_tag(bytes, kOpStep, WireType::kVarint);
@@ -189,9 +221,12 @@ absl::Status with_prefix(const absl::Status& s, std::string_view prefix) {
 
 // Parses one VariableOp occurrence into `op`.
 absl::Status read_op(WireStream& stream, const WireStream::Field& message,
-                     const CodecLimits& limits, DecodeBudget& budget, VariableOpArgs* op) {
+                     const CodecLimits& limits, DecodeBudget& budget, SharedSource* shared,
+                     VariableOpArgs* op) {
   TensorProtoReader value(limits, budget);
   TensorProtoReader ids(limits, budget);
+  value.set_shared_source(shared);
+  ids.set_shared_source(shared);
   auto read_field = [&](const WireStream::Field& field) -> absl::Status {
     switch (field.number) {
       case kOpKind:
@@ -244,6 +279,7 @@ absl::Status read_op(WireStream& stream, const WireStream::Field& message,
         }
         // Each occurrence of a repeated message field is its own tensor.
         TensorProtoReader slot(limits, budget);
+        slot.set_shared_source(shared);
         PSFLOW_RETURN_IF_ERROR(slot.merge(stream, field));
         absl::StatusOr<Tensor> t = slot.finish();
         if (!t.ok()) return with_prefix(t.status(), absl::StrCat("slot ", op->slots.size()));
@@ -384,9 +420,10 @@ absl::Status read_message(const grpc::ByteBuffer& bytes, const CodecLimits& limi
 
 }  // namespace
 
-grpc::ByteBuffer encode_execute_request(const ExecuteBatch& batch) {
+grpc::ByteBuffer encode_execute_request(const ExecuteBatch& batch, SharedRequest* shared) {
   ByteBufferWriter out;
-  for (const VariableOpArgs& op : batch.ops) write_op(op, out);
+  SharedArena* arena = shared == nullptr ? nullptr : &shared->arena;
+  for (const VariableOpArgs& op : batch.ops) write_op(op, arena, out);
   std::string* bytes = out.bytes();
   for (const OptimizerConfig& config : batch.optimizers) {
     v1::OptimizerProto proto;
@@ -404,13 +441,57 @@ grpc::ByteBuffer encode_execute_request(const ExecuteBatch& batch) {
     internal::put_varint(bytes, key.ByteSizeLong());
     key.AppendToString(bytes);
   }
+  if (shared != nullptr) {
+    v1::SharedMemoryCall call;
+    call.set_session(shared->session);
+    // What the request's tensors left of the arena, aligned, is the ps's
+    // for results.
+    const int64_t results = shared->arena.reserve(0);
+    if (results >= 0) {
+      call.set_result_offset(static_cast<uint64_t>(results));
+      call.set_result_bytes(shared->arena.end() - static_cast<uint64_t>(results));
+    }
+    internal::put_tag(bytes, kRequestSharedMemory, WireType::kLengthDelimited);
+    internal::put_varint(bytes, call.ByteSizeLong());
+    call.AppendToString(bytes);
+  }
   return out.finish();
 }
 
+absl::StatusOr<std::optional<SharedMemoryCallInfo>> read_shared_memory_call(
+    const grpc::ByteBuffer& bytes, const CodecLimits& limits) {
+  std::optional<SharedMemoryCallInfo> info;
+  auto read_field = [&](WireStream& stream, const WireStream::Field& field) -> absl::Status {
+    if (field.number != kRequestSharedMemory) return stream.skip_unknown(field);
+    PSFLOW_RETURN_IF_ERROR(
+        stream.expect(field, "ExecuteRequest.shared_memory", WireType::kLengthDelimited));
+    if (field.length > kMaxSharedMemoryCallBytes) {
+      return absl::InvalidArgumentError("ExecuteRequest.shared_memory is malformed (too long)");
+    }
+    std::string part;
+    PSFLOW_RETURN_IF_ERROR(stream.read_bytes(field, &part));
+    v1::SharedMemoryCall call;
+    if (!call.ParseFromString(part)) {
+      return absl::InvalidArgumentError("ExecuteRequest.shared_memory is malformed");
+    }
+    // A message field seen twice merges, as protobuf parses it.
+    if (!info.has_value()) info.emplace();
+    if (!call.session().empty()) info->session = call.session();
+    if (call.result_offset() != 0) info->result_offset = call.result_offset();
+    if (call.result_bytes() != 0) info->result_bytes = call.result_bytes();
+    return absl::OkStatus();
+  };
+  PSFLOW_RETURN_IF_ERROR(read_message(bytes, limits, "ExecuteRequest", read_field));
+  return info;
+}
+
 absl::StatusOr<ExecuteBatch> decode_execute_request(const grpc::ByteBuffer& bytes,
-                                                    const CodecLimits& limits) {
+                                                    const CodecLimits& limits,
+                                                    const SharedMemoryRegion* region) {
   ExecuteBatch batch;
-  DecodeBudget budget(bytes.Length(), limits);
+  // Contents in the region count as input: at most its size in all.
+  SharedSource shared{region, region == nullptr ? 0 : region->size()};
+  DecodeBudget budget(bytes.Length() + shared.remaining, limits);
   auto read_field = [&](WireStream& stream, const WireStream::Field& field) -> absl::Status {
     if (field.number == kRequestOps) {
       PSFLOW_RETURN_IF_ERROR(
@@ -422,7 +503,7 @@ absl::StatusOr<ExecuteBatch> decode_execute_request(const grpc::ByteBuffer& byte
                                                        " ops; split it into several requests"));
       }
       PSFLOW_RETURN_IF_ERROR(
-          with_prefix(read_op(stream, field, limits, budget, &batch.ops.emplace_back()),
+          with_prefix(read_op(stream, field, limits, budget, &shared, &batch.ops.emplace_back()),
                       absl::StrCat("op ", index)));
     } else if (field.number == kRequestOptimizers) {
       PSFLOW_RETURN_IF_ERROR(
@@ -457,6 +538,18 @@ absl::StatusOr<ExecuteBatch> decode_execute_request(const grpc::ByteBuffer& byte
     return absl::OkStatus();
   };
   PSFLOW_RETURN_IF_ERROR(read_message(bytes, limits, "ExecuteRequest", read_field));
+  if (region != nullptr) {
+    // The request's size is the same whichever way its contents came: a
+    // ps's max_message_bytes bounds the message and its shared contents
+    // together.
+    const size_t in_region = region->size() - shared.remaining;
+    if (bytes.Length() + in_region > limits.max_message_bytes) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("the ExecuteRequest is ", bytes.Length() + in_region, " bytes (", in_region,
+                       " of them in shared memory), more than max_message_bytes ",
+                       limits.max_message_bytes, "; split the batch, or shard the variable"));
+    }
+  }
   return batch;
 }
 
@@ -471,28 +564,32 @@ size_t execute_response_size(const std::vector<Tensor>& results,
 }
 
 grpc::ByteBuffer encode_execute_response(const std::vector<Tensor>& results,
-                                         const std::vector<WireDType>& wire) {
+                                         const std::vector<WireDType>& wire, SharedArena* arena) {
   ByteBufferWriter out;
   for (size_t i = 0; i < results.size(); ++i) {
     const WireDType as = result_wire(wire, i);
+    const int64_t at = place(results[i], as, arena);
     std::string* bytes = out.bytes();
     internal::put_tag(bytes, kResponseResults, WireType::kLengthDelimited);
-    internal::put_varint(bytes, encoded_size(results[i], as));
-    write_tensor_proto(results[i], as, out);
+    internal::put_varint(bytes, placed_size(results[i], as, at));
+    write_placed(results[i], as, at, arena, out);
   }
   return out.finish();
 }
 
 absl::StatusOr<std::vector<Tensor>> decode_execute_response(
     const grpc::ByteBuffer& bytes, const CodecLimits& limits,
-    const std::vector<std::shared_ptr<TensorBuffer>>& destinations) {
+    const std::vector<std::shared_ptr<TensorBuffer>>& destinations,
+    const SharedMemoryRegion* region) {
   std::vector<Tensor> results;
-  DecodeBudget budget(bytes.Length(), limits);
+  SharedSource shared{region, region == nullptr ? 0 : region->size()};
+  DecodeBudget budget(bytes.Length() + shared.remaining, limits);
   auto read_result = [&](WireStream& stream, const WireStream::Field& field) -> absl::Status {
     if (field.number != kResponseResults) return stream.skip_unknown(field);
     PSFLOW_RETURN_IF_ERROR(
         stream.expect(field, "ExecuteResponse.results", WireType::kLengthDelimited));
     TensorProtoReader reader(limits, budget);
+    reader.set_shared_source(&shared);
     if (results.size() < destinations.size()) reader.set_destination(destinations[results.size()]);
     PSFLOW_RETURN_IF_ERROR(reader.merge(stream, field));
     absl::StatusOr<Tensor> t = reader.finish();

@@ -1,5 +1,7 @@
 #include "ps/server/variable_service.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <exception>
@@ -155,7 +157,8 @@ absl::Status authorize_batch(const PeerIdentity& caller, const ExecuteBatch& bat
 
 // Runs a decoded batch and serializes its results into `response`.
 absl::Status run(const PeerIdentity& caller, VariableStore& store, size_t max_message_bytes,
-                 ExecuteBatch& batch, const Estimate& estimate, grpc::ByteBuffer* response) {
+                 ExecuteBatch& batch, const Estimate& estimate, const ExecuteCallMemory& memory,
+                 grpc::ByteBuffer* response) {
   PSFLOW_RETURN_IF_ERROR(authorize_batch(caller, batch));
   // Checked before anything runs, so that an oversized read never leaves
   // the batch's other ops applied; the exact check after running catches
@@ -168,7 +171,13 @@ absl::Status run(const PeerIdentity& caller, VariableStore& store, size_t max_me
   PSFLOW_RETURN_IF_ERROR(execute_variable_ops(store, batch, &results, &wire));
   const size_t bytes = execute_response_size(results, wire);
   if (bytes > max_message_bytes) return response_too_large(bytes, max_message_bytes);
-  *response = encode_execute_response(results, wire);
+  if (memory.region != nullptr && memory.result_bytes > 0) {
+    SharedArena arena(memory.region->data(), memory.result_offset,
+                      memory.result_offset + memory.result_bytes);
+    *response = encode_execute_response(results, wire, &arena);
+  } else {
+    *response = encode_execute_response(results, wire);
+  }
   return absl::OkStatus();
 }
 
@@ -187,10 +196,35 @@ void finish_execute(grpc::CallbackServerContext* context, grpc::ServerUnaryReact
 
 }  // namespace
 
+absl::Status VariableServiceImpl::find_call_memory(const PeerIdentity& caller,
+                                                   const grpc::ByteBuffer& request,
+                                                   ExecuteCallMemory* memory) {
+  PSFLOW_ASSIGN_OR_RETURN(std::optional<SharedMemoryCallInfo> info,
+                          read_shared_memory_call(request, limits_));
+  if (!info.has_value()) return absl::OkStatus();
+  absl::StatusOr<std::shared_ptr<SharedMemoryRegion>> region =
+      shared_memory_.find(caller, info->session);
+  if (!region.ok()) return absl::FailedPreconditionError(region.status().message());
+  if (info->result_bytes > 0 && !(*region)->contains(info->result_offset, info->result_bytes)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("ExecuteRequest.shared_memory's results [", info->result_offset, ", +",
+                     info->result_bytes, ") lie outside the session's region (payload bytes ",
+                     SharedMemoryRegion::kHeaderBytes, " to ", (*region)->size(), ")"));
+  }
+  memory->region = *std::move(region);
+  memory->result_offset = info->result_offset;
+  memory->result_bytes = info->result_bytes;
+  return absl::OkStatus();
+}
+
 VariableServiceImpl::VariableServiceImpl(const TaskStatus* status,
                                          std::shared_ptr<VariableStore> store,
                                          VariableServiceOptions options)
-    : status_(status), store_(std::move(store)), options_(options), pool_(options.num_threads) {
+    : status_(status),
+      store_(std::move(store)),
+      options_(options),
+      shared_memory_(options.shared_memory),
+      pool_(options.num_threads) {
   limits_.max_message_bytes = options_.max_message_bytes;
 }
 
@@ -211,6 +245,15 @@ grpc::ServerUnaryReactor* VariableServiceImpl::Execute(grpc::CallbackServerConte
   absl::StatusOr<PeerIdentity> authorized = authorize_call(*context, Method::kPsExecute);
   if (!authorized.ok()) return status_->refuse(context, "Execute", authorized.status());
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  ExecuteCallMemory memory;
+  if (absl::Status s = find_call_memory(*authorized, *request, &memory); !s.ok()) {
+    status_->note_error("Execute", s);
+    if (absl::IsFailedPrecondition(s)) {
+      context->AddTrailingMetadata(kUnknownSharedMemorySessionMetadata, "1");
+    }
+    reactor->Finish(to_grpc_status(s));
+    return reactor;
+  }
   // The request and response buffers stay valid until Finish().
   // Every outcome but success is also in the task's log (rate-limited).
   auto finish = [this, context, reactor](const absl::Status& status) {
@@ -229,15 +272,19 @@ grpc::ServerUnaryReactor* VariableServiceImpl::Execute(grpc::CallbackServerConte
     });
   };
   if (request->Length() > kInlineDecodeBytes) {
-    finish_on_pool([this, request, caller = *authorized](grpc::ByteBuffer* out) -> absl::Status {
-      PSFLOW_ASSIGN_OR_RETURN(ExecuteBatch batch, decode_execute_request(*request, limits_));
-      return run(caller, *store_, options_.max_message_bytes, batch, estimate(batch, *store_), out);
-    });
+    finish_on_pool(
+        [this, request, caller = *authorized, memory](grpc::ByteBuffer* out) -> absl::Status {
+          PSFLOW_ASSIGN_OR_RETURN(ExecuteBatch batch,
+                                  decode_execute_request(*request, limits_, memory.region.get()));
+          return run(caller, *store_, options_.max_message_bytes, batch, estimate(batch, *store_),
+                     memory, out);
+        });
     return reactor;
   }
   std::optional<ExecuteBatch> to_pool;
   const absl::Status inline_status = guarded([&]() -> absl::Status {
-    PSFLOW_ASSIGN_OR_RETURN(ExecuteBatch batch, decode_execute_request(*request, limits_));
+    PSFLOW_ASSIGN_OR_RETURN(ExecuteBatch batch,
+                            decode_execute_request(*request, limits_, memory.region.get()));
     // Refused before the batch waits for the pool.
     PSFLOW_RETURN_IF_ERROR(authorize_batch(*authorized, batch));
     const Estimate e = estimate(batch, *store_);
@@ -245,16 +292,17 @@ grpc::ServerUnaryReactor* VariableServiceImpl::Execute(grpc::CallbackServerConte
       to_pool = std::move(batch);
       return absl::OkStatus();
     }
-    return run(*authorized, *store_, options_.max_message_bytes, batch, e, response);
+    return run(*authorized, *store_, options_.max_message_bytes, batch, e, memory, response);
   });
   if (!to_pool.has_value()) {
     finish(inline_status);
     return reactor;
   }
-  finish_on_pool([this, caller = *std::move(authorized),
-                  batch = *std::move(to_pool)](grpc::ByteBuffer* out) mutable {
+  finish_on_pool([this, caller = *std::move(authorized), batch = *std::move(to_pool),
+                  memory = std::move(memory)](grpc::ByteBuffer* out) mutable {
     // Estimated again: the variables may have changed while it waited.
-    return run(caller, *store_, options_.max_message_bytes, batch, estimate(batch, *store_), out);
+    return run(caller, *store_, options_.max_message_bytes, batch, estimate(batch, *store_), memory,
+               out);
   });
   return reactor;
 }
@@ -281,6 +329,48 @@ grpc::ServerUnaryReactor* VariableServiceImpl::ListVariables(grpc::CallbackServe
     info->set_optimizer_steps(optimizer.steps);
   }
   call->finish(grpc::Status::OK);
+  return reactor;
+}
+
+}  // namespace psflow::internal
+
+namespace psflow::internal {
+
+grpc::ServerUnaryReactor* VariableServiceImpl::OpenSharedMemory(
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* raw_request,
+    grpc::ByteBuffer* raw_response) {
+  absl::StatusOr<PeerIdentity> caller = authorize_call(*context, Method::kPsOpenSharedMemory);
+  if (!caller.ok()) return status_->refuse(context, "OpenSharedMemory", caller.status());
+  grpc::ServerUnaryReactor* reactor = nullptr;
+  auto* call = parse_call<v1::OpenSharedMemoryRequest, v1::OpenSharedMemoryResponse>(
+      *raw_request, raw_response, &reactor);
+  if (call == nullptr) return reactor;
+  absl::StatusOr<SharedMemorySessions::Opened> opened =
+      shared_memory_.open(*caller, call->request().boot_id(), call->request().bytes());
+  if (!opened.ok()) {
+    call->finish(to_grpc_status(opened.status()));
+    return reactor;
+  }
+  v1::OpenSharedMemoryResponse& response = call->response();
+  response.set_session(opened->token);
+  response.set_pid(static_cast<int64_t>(getpid()));
+  response.set_fd(opened->region->fd());
+  response.set_bytes(opened->region->size());
+  response.set_header_bytes(SharedMemoryRegion::kHeaderBytes);
+  call->finish(grpc::Status::OK);
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* VariableServiceImpl::CloseSharedMemory(
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* raw_request,
+    grpc::ByteBuffer* raw_response) {
+  absl::StatusOr<PeerIdentity> caller = authorize_call(*context, Method::kPsCloseSharedMemory);
+  if (!caller.ok()) return status_->refuse(context, "CloseSharedMemory", caller.status());
+  grpc::ServerUnaryReactor* reactor = nullptr;
+  auto* call = parse_call<v1::CloseSharedMemoryRequest, v1::CloseSharedMemoryResponse>(
+      *raw_request, raw_response, &reactor);
+  if (call == nullptr) return reactor;
+  call->finish(to_grpc_status(shared_memory_.close(*caller, call->request().session())));
   return reactor;
 }
 

@@ -11,6 +11,7 @@
 #include "absl/status/status.h"
 #include "base/thread_pool.h"
 #include "ps/server/execute.h"
+#include "ps/server/shared_memory_sessions.h"
 #include "ps/server/variable_store.h"
 #include "psflow/v1/task.grpc.pb.h"
 #include "rpc/task_status.h"
@@ -24,6 +25,17 @@ struct VariableServiceOptions {
   // Threads for Execute calls too heavy to run on gRPC's threads; <= 0:
   // one per core.
   int num_threads = 0;
+  // Sessions of the shared-memory data path (OpenSharedMemory). Off when
+  // PSFLOW_SHARED_MEMORY is off in the ps's environment.
+  SharedMemoryOptions shared_memory{.enabled = shared_memory_enabled()};
+};
+
+// An Execute call's shared memory, once its session is found: the region
+// (kept mapped while the call runs) and the part of it for results.
+struct ExecuteCallMemory {
+  std::shared_ptr<SharedMemoryRegion> region;
+  uint64_t result_offset = 0;
+  uint64_t result_bytes = 0;
 };
 
 // Execute arrives as raw bytes (the method is marked raw on the generated
@@ -46,6 +58,16 @@ struct VariableServiceOptions {
 // to a fixed pool of one thread per core, which finishes the reactor, so
 // that gRPC's threads stay free to move bytes for other calls.
 //
+// A client on the same host may open a shared-memory session
+// (rpc/shared_memory_region.h): its Execute calls then carry large tensor
+// contents in the session's region and name them by offset, and ask for
+// large results there too; the message itself, and so the ops, their
+// authorization and the exactly-once keys, still travel over gRPC. A call
+// naming a session this ps does not hold for the caller (the ps
+// restarted, the session idled out) is refused before it is decoded,
+// FAILED_PRECONDITION with the trailer kUnknownSharedMemorySession, which
+// tells the client to send it again without shared memory.
+//
 // Every handler first checks the caller's role (rpc/authorization.h);
 // Execute checks each op's kind too, before any op runs.
 //
@@ -56,10 +78,13 @@ struct VariableServiceOptions {
 // a body that does not parse is INVALID_ARGUMENT, see rpc/parsed_call.h),
 // over the plain Service rather than CallbackService, whose typed Execute
 // the raw one would hide (clang's -Woverloaded-virtual).
-class VariableServiceImpl final : public v1::VariableService::WithRawCallbackMethod_Execute<
-                                      v1::VariableService::WithRawCallbackMethod_GetStatus<
-                                          v1::VariableService::WithRawCallbackMethod_ListVariables<
-                                              v1::VariableService::Service>>> {
+class VariableServiceImpl final
+    : public v1::VariableService::WithRawCallbackMethod_Execute<
+          v1::VariableService::WithRawCallbackMethod_GetStatus<
+              v1::VariableService::WithRawCallbackMethod_ListVariables<
+                  v1::VariableService::WithRawCallbackMethod_OpenSharedMemory<
+                      v1::VariableService::WithRawCallbackMethod_CloseSharedMemory<
+                          v1::VariableService::Service>>>>> {
  public:
   // Work up to which a call runs inline, in bytes of memory traffic
   // weighted by cost (optimizer math counts 8x): about 200 us of CPU.
@@ -81,12 +106,29 @@ class VariableServiceImpl final : public v1::VariableService::WithRawCallbackMet
   grpc::ServerUnaryReactor* ListVariables(grpc::CallbackServerContext* context,
                                           const grpc::ByteBuffer* request,
                                           grpc::ByteBuffer* response) override;
+  grpc::ServerUnaryReactor* OpenSharedMemory(grpc::CallbackServerContext* context,
+                                             const grpc::ByteBuffer* request,
+                                             grpc::ByteBuffer* response) override;
+  grpc::ServerUnaryReactor* CloseSharedMemory(grpc::CallbackServerContext* context,
+                                              const grpc::ByteBuffer* request,
+                                              grpc::ByteBuffer* response) override;
+
+  [[nodiscard]] const SharedMemorySessions& shared_memory_sessions() const {
+    return shared_memory_;
+  }
 
  private:
+  // The shared memory `request` names, checked against `caller`'s
+  // sessions: FAILED_PRECONDITION for a session this ps does not hold for
+  // it, INVALID_ARGUMENT for a malformed or out-of-region reference.
+  absl::Status find_call_memory(const PeerIdentity& caller, const grpc::ByteBuffer& request,
+                                ExecuteCallMemory* memory);
+
   const TaskStatus* status_;
   std::shared_ptr<VariableStore> store_;
   const VariableServiceOptions options_;
   CodecLimits limits_;
+  SharedMemorySessions shared_memory_;
   ThreadPool pool_;
 };
 
