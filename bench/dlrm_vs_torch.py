@@ -25,9 +25,7 @@ Usage: dlrm_vs_torch.py --build-dir build [--quick] [--rows 100000]
 """
 
 import argparse
-import json
 import os
-import resource
 import shutil
 import statistics
 import subprocess
@@ -38,38 +36,19 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 from results_merge import merge_results  # noqa: E402
+from torch_rpc_harness import run_baseline, run_psflow_train, steady_rate  # noqa: E402
 
 BINARY = "dlrm_vs_torch"
 WORKERS = 2
 
 
-def children_cpu_seconds():
-    r = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return r.ru_utime + r.ru_stime
-
-
-def steady_rate(history, examples_of):
-    epochs = history[1:] if len(history) >= 2 else history
-    seconds = sum(h["seconds"] for h in epochs)
-    return sum(examples_of(h) for h in epochs) / seconds if seconds > 0 else 0.0
-
-
 def run_psflow(args, work, data, tag):
     run_dir = os.path.join(work, f"psflow-{tag}")
-    command = [args.psflow, "train", "--model", "dlrm", "--data-dir", data, "--num-ps", "1",
+    command = ["train", "--model", "dlrm", "--data-dir", data, "--num-ps", "1",
                "--num-workers", str(WORKERS), "--batch-size", str(args.batch_size),
                "--epochs", str(args.epochs), "--seed", str(args.seed),
-               "--steps-per-execution", "10", "--run-dir", run_dir, "--startup-timeout", "120"]
-    cpu = children_cpu_seconds()
-    r = subprocess.run(command, capture_output=True, text=True, timeout=args.timeout,
-                       check=False)
-    cpu = children_cpu_seconds() - cpu
-    if r.returncode != 0:
-        raise RuntimeError(f"psflow train failed ({r.returncode}): {' '.join(command)}\n"
-                           f"{r.stderr[-3000:]}")
-    with open(os.path.join(run_dir, "summary.json")) as f:
-        summary = json.load(f)
-    shutil.rmtree(run_dir, ignore_errors=True)
+               "--steps-per-execution", "10"]
+    summary, cpu = run_psflow_train(args.psflow, command, run_dir, args.timeout)
     batch = args.batch_size
     return {"examples_per_s": steady_rate(summary["history"], lambda h: h["steps"] * batch),
             "test_auc": float(summary["test_auc"]), "cpu_seconds": cpu,
@@ -78,19 +57,11 @@ def run_psflow(args, work, data, tag):
 
 def run_torch(args, work, data, tag):
     out = os.path.join(work, f"torch-{tag}.json")
-    command = [sys.executable, os.path.join(HERE, "torch_rpc_dlrm.py"), "--data", data,
-               "--num-workers", str(WORKERS), "--batch-size", str(args.batch_size),
-               "--epochs", str(args.epochs), "--seed", str(args.seed),
-               "--timeout", str(args.timeout), "--json", out]
-    cpu = children_cpu_seconds()
-    r = subprocess.run(command, capture_output=True, text=True, timeout=args.timeout + 60,
-                       check=False)
-    cpu = children_cpu_seconds() - cpu
-    if r.returncode != 0:
-        raise RuntimeError(f"torch baseline failed ({r.returncode}): {' '.join(command)}\n"
-                           f"{r.stderr[-3000:]}")
-    with open(out) as f:
-        result = json.load(f)
+    result, cpu = run_baseline("torch_rpc_dlrm.py",
+                               ["--data", data, "--num-workers", str(WORKERS),
+                                "--batch-size", str(args.batch_size), "--epochs",
+                                str(args.epochs), "--seed", str(args.seed)],
+                               out, args.timeout)
     return {"examples_per_s": steady_rate(result["history"], lambda h: h["examples"]),
             "test_auc": float(result["test_auc"]), "cpu_seconds": cpu,
             "table_rows": result.get("table_rows"), "blas": result.get("blas", [])}

@@ -37,44 +37,21 @@ test_auc, test_loss and the history. --json writes the same object.
 """
 
 import argparse
-import json
 import os
-import socket
 import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.dont_write_bytecode = True
-from torch_rpc_ps import (OPENBLAS_DIR, REEXEC_MARK, SYSTEM_PYTHON,  # noqa: E402
-                          free_port, init_threads, loaded_blas)
+from torch_rpc_harness import (launch, reexec_if_needed, report, run_epoch,  # noqa: E402
+                               steady_rate)
 
 DENSE = 13
 SPARSE = 26
 DIM = 16
 BOTTOM = [64, 16]
 TOP = [128, 64]
-
-
-def reexec_if_needed():
-    """As torch_rpc_ps.reexec_if_needed, for this script: the BLAS and
-    thread settings must be in the environment before the loader starts."""
-    if os.environ.get(REEXEC_MARK) == "1":
-        return
-    env = dict(os.environ)
-    env[REEXEC_MARK] = "1"
-    env.setdefault("OMP_NUM_THREADS", "1")
-    env.setdefault("OPENBLAS_NUM_THREADS", "1")
-    if os.path.isdir(OPENBLAS_DIR):
-        env["LD_LIBRARY_PATH"] = OPENBLAS_DIR + (
-            ":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
-    python = sys.executable
-    try:
-        import torch  # noqa: F401
-    except ImportError:
-        if os.path.exists(SYSTEM_PYTHON):
-            python = SYSTEM_PYTHON
-    os.execve(python, [python, os.path.abspath(__file__), *sys.argv[1:]], env)
 
 
 def parse_args(argv):
@@ -333,22 +310,14 @@ def evaluate(data):
 
 
 def drive(args, data, deadline):
-    import torch.distributed.rpc as rpc
     n = split(data[2].shape[0])
     steps_per_epoch = n // args.batch_size
     history = []
     total = 0
     for epoch in range(1, args.epochs + 1):
-        _PS.set_quota(steps_per_epoch)
-        start = time.perf_counter()
-        futures = [rpc.rpc_async(f"worker{i}", worker_run_epoch,
-                                 timeout=max(1.0, deadline - time.monotonic()))
-                   for i in range(args.num_workers)]
-        results = [f.wait() for f in futures]
-        seconds = time.perf_counter() - start
-        done = sum(r[0] for r in results)
-        if done != steps_per_epoch:
-            raise RuntimeError(f"epoch {epoch}: {done} steps ran, {steps_per_epoch} handed out")
+        results, seconds = run_epoch(_PS, worker_run_epoch, args.num_workers, steps_per_epoch,
+                                     deadline, epoch)
+        done = steps_per_epoch
         total += done
         examples = done * args.batch_size
         train_loss = sum(r[1] for r in results) / examples
@@ -362,10 +331,8 @@ def drive(args, data, deadline):
             raise TimeoutError(f"the run took longer than --timeout {args.timeout} s")
     if _PS.applied != total:
         raise RuntimeError(f"{_PS.applied} updates applied for {total} steps")
-    steady = history[1:] if len(history) >= 2 else history
-    seconds = sum(h["seconds"] for h in steady)
     return {
-        "examples_per_sec": sum(h["examples"] for h in steady) / seconds if seconds else 0.0,
+        "examples_per_sec": steady_rate(history),
         "test_auc": history[-1]["test_auc"],
         "test_loss": history[-1]["test_loss"],
         "steps": total,
@@ -377,70 +344,28 @@ def drive(args, data, deadline):
     }
 
 
-def run_rank(rank, args, port, deadline, queue):
+def setup(rank, args):
+    """The rank's state (rank 0 the ps, the others a worker); returns the
+    data, which every process reads from the same file."""
     global _PS, _WORKER
-    import torch.distributed.rpc as rpc
-    init_threads()
-    os.environ["MASTER_ADDR"] = "127.0.0.1"
-    os.environ["MASTER_PORT"] = str(port)
-    options = rpc.TensorPipeRpcBackendOptions(
-        num_worker_threads=args.rpc_threads,
-        rpc_timeout=max(1.0, deadline - time.monotonic()), _transports=["uv"])
     data = load_data(args.data)
     if rank == 0:
         _PS = ParameterServer(args, data[3])
     else:
         _WORKER = Worker(args, rank - 1, data)
-    name = "ps" if rank == 0 else f"worker{rank - 1}"
-    rpc.init_rpc(name, rank=rank, world_size=args.num_workers + 1, rpc_backend_options=options)
-    result = error = None
-    if rank == 0:
-        try:
-            result = drive(args, data, deadline)
-            result["blas"] = loaded_blas()
-        except Exception as e:  # reported by the parent, after shutdown
-            error = f"{type(e).__name__}: {e}"
-    rpc.shutdown()
-    if rank == 0:
-        queue.put((result, error))
+    return data
 
 
 def main(argv):
-    reexec_if_needed()
+    reexec_if_needed(__file__)
     args = parse_args(argv)
-    import torch.multiprocessing as mp
-    init_threads()
-    ctx = mp.get_context("spawn")
-    queue = ctx.Queue()
-    deadline = time.monotonic() + args.timeout
-    port = free_port()
-    procs = [ctx.Process(target=run_rank, args=(rank, args, port, deadline, queue))
-             for rank in range(args.num_workers + 1)]
-    launched = time.perf_counter()
-    for p in procs:
-        p.start()
-    result = error = None
-    try:
-        result, error = queue.get(timeout=max(1.0, deadline - time.monotonic()))
-    except Exception as e:  # queue.Empty on timeout
-        error = f"no result within --timeout {args.timeout} s ({type(e).__name__})"
-    for p in procs:
-        p.join(timeout=max(1.0, min(30.0, deadline - time.monotonic())))
-        if p.is_alive():
-            p.kill()
-            p.join(timeout=10)
-    if error or result is None:
-        print(f"torch_rpc_dlrm: failed: {error}", file=sys.stderr)
+    result = launch(args, setup, drive, ["uv"], "torch_rpc_dlrm")
+    if result is None:
         return 1
-    result["wall_seconds"] = time.perf_counter() - launched
-    print(f"done: test auc {result['test_auc']:.4f} after {result['epochs']} epochs; "
-          f"{result['examples_per_sec']:.0f} examples/s (steady state); "
-          f"blas {', '.join(result['blas']) or 'none found'}")
-    print("RESULT " + json.dumps(result), flush=True)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(result, f, indent=2)
-            f.write("\n")
+    report(result,
+           f"done: test auc {result['test_auc']:.4f} after {result['epochs']} epochs; "
+           f"{result['examples_per_sec']:.0f} examples/s (steady state); "
+           f"blas {', '.join(result['blas']) or 'none found'}", args.json)
     return 0
 
 

@@ -42,38 +42,16 @@ does) and the history. --json writes the same object to a file.
 """
 
 import argparse
-import json
 import math
 import os
-import socket
 import sys
 import time
 
-OPENBLAS_DIR = "/usr/lib/x86_64-linux-gnu/openblas-pthread"
-SYSTEM_PYTHON = "/usr/bin/python3"
-REEXEC_MARK = "PSFLOW_TORCH_BASELINE_ENV"
-
-
-def reexec_if_needed():
-    """Runs this script again under an interpreter with torch and with the
-    BLAS and thread settings in the environment (the loader reads them at
-    start, so they cannot be set from inside)."""
-    if os.environ.get(REEXEC_MARK) == "1":
-        return
-    env = dict(os.environ)
-    env[REEXEC_MARK] = "1"
-    env.setdefault("OMP_NUM_THREADS", "1")
-    env.setdefault("OPENBLAS_NUM_THREADS", "1")
-    if os.path.isdir(OPENBLAS_DIR):
-        env["LD_LIBRARY_PATH"] = OPENBLAS_DIR + (
-            ":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
-    python = sys.executable
-    try:
-        import torch  # noqa: F401
-    except ImportError:
-        if os.path.exists(SYSTEM_PYTHON):
-            python = SYSTEM_PYTHON
-    os.execve(python, [python, os.path.abspath(__file__), *sys.argv[1:]], env)
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+from torch_rpc_harness import (launch, reexec_if_needed, report, run_epoch,  # noqa: E402
+                               steady_rate)
 
 
 def parse_args(argv):
@@ -142,31 +120,11 @@ def load_split(data_dir, prefix):
     return images.reshape(images.shape[0], -1), labels.long()
 
 
-def loaded_blas():
-    """The BLAS library files this process mapped."""
-    found = set()
-    with open("/proc/self/maps") as f:
-        for line in f:
-            path = line.split()[-1]
-            if "blas" in os.path.basename(path):
-                found.add(path)
-    return sorted(found)
-
-
 def cosine_lr(base, decay_steps, step, alpha=0.1):
     if decay_steps <= 0:
         return base
     t = min(max(step, 0), decay_steps) / decay_steps
     return base * ((1 - alpha) * 0.5 * (1 + math.cos(math.pi * t)) + alpha)
-
-
-def init_threads():
-    import torch
-    torch.set_num_threads(1)
-    try:
-        torch.set_num_interop_threads(1)
-    except RuntimeError:
-        pass  # already set in this process
 
 
 # ---- the parameter server (rank 0) ----------------------------------------
@@ -313,9 +271,8 @@ def evaluate(params, images, labels):
     return loss_sum / labels.shape[0], correct / labels.shape[0]
 
 
-def drive(args, deadline):
+def drive(args, _context, deadline):
     """Rank 0's run: the epochs, their timing and evaluation."""
-    import torch.distributed.rpc as rpc
     test_images, test_labels = load_split(args.data_dir, "t10k")
     steps_per_epoch = 60000 // args.batch_size
     history = []
@@ -328,16 +285,9 @@ def drive(args, deadline):
             steps = min(steps, args.max_steps - total_steps)
         if steps <= 0:
             break
-        _PS.set_quota(steps)
-        start = time.perf_counter()
-        futures = [rpc.rpc_async(f"worker{i}", worker_run_epoch,
-                                 timeout=max(1.0, deadline - time.monotonic()))
-                   for i in range(args.num_workers)]
-        results = [f.wait() for f in futures]
-        seconds = time.perf_counter() - start
-        done = sum(r[0] for r in results)
-        if done != steps:
-            raise RuntimeError(f"epoch {epoch}: {done} steps ran, {steps} were handed out")
+        results, seconds = run_epoch(_PS, worker_run_epoch, args.num_workers, steps,
+                                     deadline, epoch)
+        done = steps
         total_steps += done
         trained_seconds += seconds
         examples = done * args.batch_size
@@ -358,15 +308,11 @@ def drive(args, deadline):
             raise TimeoutError(f"the run took longer than --timeout {args.timeout} s")
     if _PS.applied != total_steps:
         raise RuntimeError(f"{_PS.applied} updates applied for {total_steps} steps")
-    steady = history[1:] if len(history) >= 2 else history
-
-    def rate(epochs):
-        seconds = sum(h["seconds"] for h in epochs)
-        return sum(h["examples"] for h in epochs) / seconds if seconds > 0 else 0.0
-
+    all_seconds = sum(h["seconds"] for h in history)
     return {
-        "examples_per_sec": rate(steady),
-        "examples_per_sec_all_epochs": rate(history),
+        "examples_per_sec": steady_rate(history),
+        "examples_per_sec_all_epochs":
+            sum(h["examples"] for h in history) / all_seconds if all_seconds > 0 else 0.0,
         "test_accuracy": history[-1]["test_accuracy"],
         "test_loss": history[-1]["test_loss"],
         "target_accuracy": args.target_accuracy,
@@ -380,85 +326,33 @@ def drive(args, deadline):
     }
 
 
-def run_rank(rank, args, port, deadline, queue):
+def setup(rank, args):
+    """The rank's state: rank 0 the ps, the others a worker."""
     global _PS, _WORKER
-    import torch.distributed.rpc as rpc
-    init_threads()
-    os.environ["MASTER_ADDR"] = "127.0.0.1"
-    os.environ["MASTER_PORT"] = str(port)
-    extra = {"_transports": ["uv"]} if args.transport == "uv" else {}
-    options = rpc.TensorPipeRpcBackendOptions(
-        num_worker_threads=args.rpc_threads,
-        rpc_timeout=max(1.0, deadline - time.monotonic()), **extra)
     if rank == 0:
         steps_per_epoch = 60000 // args.batch_size
         decay = steps_per_epoch * args.epochs
         _PS = ParameterServer(args, decay)
     else:
         _WORKER = Worker(args, rank - 1)
-    name = "ps" if rank == 0 else f"worker{rank - 1}"
-    rpc.init_rpc(name, rank=rank, world_size=args.num_workers + 1,
-                 rpc_backend_options=options)
-    result = None
-    error = None
-    if rank == 0:
-        try:
-            result = drive(args, deadline)
-            result["blas"] = loaded_blas()
-        except Exception as e:  # reported by the parent, after shutdown
-            error = f"{type(e).__name__}: {e}"
-    rpc.shutdown()
-    if rank == 0:
-        queue.put((result, error))
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def main(argv):
-    reexec_if_needed()
+    reexec_if_needed(__file__)
     args = parse_args(argv)
-    import torch.multiprocessing as mp
-    init_threads()
-    ctx = mp.get_context("spawn")
-    queue = ctx.Queue()
-    deadline = time.monotonic() + args.timeout
-    port = free_port()
-    procs = [ctx.Process(target=run_rank, args=(rank, args, port, deadline, queue))
-             for rank in range(args.num_workers + 1)]
-    launched = time.perf_counter()
-    for p in procs:
-        p.start()
-    result = error = None
-    try:
-        result, error = queue.get(timeout=max(1.0, deadline - time.monotonic()))
-    except Exception as e:  # queue.Empty on timeout
-        error = f"no result within --timeout {args.timeout} s ({type(e).__name__})"
-    for p in procs:
-        p.join(timeout=max(1.0, min(30.0, deadline - time.monotonic())))
-        if p.is_alive():
-            p.kill()
-            p.join(timeout=10)
-    if error or result is None:
-        print(f"torch_rpc_ps: failed: {error}", file=sys.stderr)
+    result = launch(args, setup, drive, ["uv"] if args.transport == "uv" else None,
+                    "torch_rpc_ps")
+    if result is None:
         return 1
-    result["wall_seconds"] = time.perf_counter() - launched
     result["threads"] = {"torch_intra_op": 1, "torch_inter_op": 1,
                          "openblas": os.environ.get("OPENBLAS_NUM_THREADS"),
                          "rpc_worker_threads": args.rpc_threads}
     result["transport"] = args.transport
-    print(f"done: test accuracy {result['test_accuracy']:.4f} after {result['epochs']} "
-          f"epochs ({result['steps']} steps); {result['examples_per_sec']:.0f} examples/s "
-          f"(steady state), {result['examples_per_sec_all_epochs']:.0f} over every epoch; "
-          f"blas {', '.join(result['blas']) or 'none found'}")
-    print("RESULT " + json.dumps(result), flush=True)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(result, f, indent=2)
-            f.write("\n")
+    report(result,
+           f"done: test accuracy {result['test_accuracy']:.4f} after {result['epochs']} "
+           f"epochs ({result['steps']} steps); {result['examples_per_sec']:.0f} examples/s "
+           f"(steady state), {result['examples_per_sec_all_epochs']:.0f} over every epoch; "
+           f"blas {', '.join(result['blas']) or 'none found'}", args.json)
     return 0
 
 

@@ -33,12 +33,9 @@ Usage: train_vs_torch.py --build-dir build [--quick] [--configs b64_w2,...]
 """
 
 import argparse
-import json
 import os
-import resource
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -47,55 +44,25 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 from results_merge import merge_results  # noqa: E402
+from torch_rpc_harness import run_baseline, run_psflow_train, seconds_to, steady_rate  # noqa: E402
 
 BINARY = "train_vs_torch"
 # (name, batch size, workers); the first is the target configuration.
 CONFIGS = [("b64_w2", 64, 2), ("b32_w2", 32, 2), ("b256_w2", 256, 2), ("b64_w1", 64, 1)]
 
 
-def children_cpu_seconds():
-    r = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return r.ru_utime + r.ru_stime
-
-
-def steady_rate(history):
-    """Examples per training second over epochs 2.. (all when only one)."""
-    epochs = history[1:] if len(history) >= 2 else history
-    seconds = sum(h["seconds"] for h in epochs)
-    return sum(h["examples"] for h in epochs) / seconds if seconds > 0 else 0.0
-
-
-def seconds_to(history, target, accuracy_of):
-    elapsed = 0.0
-    for h in history:
-        elapsed += h["seconds"]
-        if accuracy_of(h) >= target:
-            return elapsed
-    return None
-
-
 def run_psflow(args, work, batch, workers, tag, insecure=False):
     run_dir = os.path.join(work, f"psflow-{tag}{'-insecure' if insecure else ''}")
-    command = [args.psflow, "train", "--model", "mlp", "--num-ps", "1",
+    command = ["train", "--model", "mlp", "--num-ps", "1",
                "--num-workers", str(workers), "--batch-size", str(batch),
-               "--epochs", str(args.epochs), "--seed", str(args.seed),
-               "--run-dir", run_dir, "--startup-timeout", "120"]
+               "--epochs", str(args.epochs), "--seed", str(args.seed)]
     if insecure:
         command.append("--insecure")
-    cpu = children_cpu_seconds()
-    r = subprocess.run(command, capture_output=True, text=True, timeout=args.timeout,
-                       check=False)
-    cpu = children_cpu_seconds() - cpu
-    if r.returncode != 0:
-        raise RuntimeError(f"psflow train failed ({r.returncode}): {' '.join(command)}\n"
-                           f"{r.stderr[-3000:]}")
-    with open(os.path.join(run_dir, "summary.json")) as f:
-        summary = json.load(f)
+    summary, cpu = run_psflow_train(args.psflow, command, run_dir, args.timeout)
     if summary.get("steps") != summary.get("optimizer_iterations"):
         raise RuntimeError(f"steps {summary.get('steps')} != optimizer iterations "
                            f"{summary.get('optimizer_iterations')} in {run_dir}")
     history = summary["history"]
-    shutil.rmtree(run_dir, ignore_errors=True)
     return {"examples_per_s": steady_rate(history),
             "seconds_to_target": seconds_to(history, args.target_accuracy,
                                             lambda h: h["test_accuracy"]),
@@ -104,20 +71,11 @@ def run_psflow(args, work, batch, workers, tag, insecure=False):
 
 def run_torch(args, work, batch, workers, tag):
     out = os.path.join(work, f"torch-{tag}.json")
-    command = [sys.executable, os.path.join(HERE, "torch_rpc_ps.py"),
-               "--num-workers", str(workers), "--batch-size", str(batch),
-               "--epochs", str(args.epochs), "--seed", str(args.seed),
-               "--target-accuracy", str(args.target_accuracy),
-               "--timeout", str(args.timeout), "--json", out]
-    cpu = children_cpu_seconds()
-    r = subprocess.run(command, capture_output=True, text=True, timeout=args.timeout + 60,
-                       check=False)
-    cpu = children_cpu_seconds() - cpu
-    if r.returncode != 0:
-        raise RuntimeError(f"torch baseline failed ({r.returncode}): {' '.join(command)}\n"
-                           f"{r.stderr[-3000:]}")
-    with open(out) as f:
-        result = json.load(f)
+    result, cpu = run_baseline("torch_rpc_ps.py",
+                               ["--num-workers", str(workers), "--batch-size", str(batch),
+                                "--epochs", str(args.epochs), "--seed", str(args.seed),
+                                "--target-accuracy", str(args.target_accuracy)],
+                               out, args.timeout)
     history = result["history"]
     return {"examples_per_s": steady_rate(history),
             "seconds_to_target": seconds_to(history, args.target_accuracy,

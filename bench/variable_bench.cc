@@ -65,6 +65,11 @@ using Op = v1::VariableOp;
 
 constexpr absl::Duration kCallTimeout = absl::Seconds(60);
 
+// --insecure on the command line: the ps and the client talk plaintext
+// rather than the local cluster's default mutual TLS. Set once in main,
+// before any benchmark runs.
+bool insecure_transport = false;
+
 // One ps task for the whole run, started on first use.
 struct Ps {
   std::unique_ptr<LocalCluster> cluster;
@@ -80,6 +85,7 @@ Ps& ps() {
     options.num_workers = 0;
     options.include_chief = false;
     options.binary_path = PSFLOW_BINARY_PATH;
+    options.insecure = insecure_transport;
     absl::StatusOr<std::unique_ptr<LocalCluster>> cluster = LocalCluster::start(options);
     PSFLOW_CHECK(cluster.ok(), cluster.status().ToString());
     p->cluster = *std::move(cluster);
@@ -714,9 +720,17 @@ BENCHMARK(BM_ReadScalarLatencyProto)->UseRealTime();
 // Defaults for a shared, noisy host: five repetitions of every benchmark in
 // random order, so that a burst of load elsewhere hits a baseline and the
 // benchmarks compared with it alike; run_benchmarks.py reports medians.
-// Flags on the command line override them.
+// Flags on the command line override them. --insecure (not a benchmark
+// flag) runs the ps and the client without TLS.
 int main(int argc, char** argv) {
-  std::vector<char*> args(argv, argv + argc);
+  std::vector<char*> args;
+  for (int i = 0; i < argc; ++i) {
+    if (i > 0 && std::string(argv[i]) == "--insecure") {
+      psflow::internal::insecure_transport = true;
+    } else {
+      args.push_back(argv[i]);
+    }
+  }
   static char repetitions[] = "--benchmark_repetitions=5";
   static char interleave[] = "--benchmark_enable_random_interleaving=true";
   bool explicit_repetitions = false;

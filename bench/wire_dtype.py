@@ -22,50 +22,36 @@ Usage: wire_dtype.py --build-dir build [--configs b64_w2,b256_w2]
 """
 
 import argparse
-import json
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 from results_merge import merge_results  # noqa: E402
+from torch_rpc_harness import run_psflow_train, steady_rate  # noqa: E402
 
 BINARY = "wire_dtype"
 CONFIGS = [("b64_w2", 64, 2), ("b256_w2", 256, 2)]
 WIRE = ["float32", "bfloat16"]
 
 
-def steady_rate(history):
-    epochs = history[1:] if len(history) >= 2 else history
-    seconds = sum(h["seconds"] for h in epochs)
-    return sum(h["examples"] for h in epochs) / seconds if seconds > 0 else 0.0
-
-
 def run(args, work, batch, workers, wire, tag):
     run_dir = os.path.join(work, f"{tag}-{wire}")
-    command = [os.path.join(args.build_dir, "psflow"), "train", "--model", "mlp",
+    command = ["train", "--model", "mlp",
                "--num-ps", "1", "--num-workers", str(workers), "--batch-size", str(batch),
-               "--epochs", str(args.epochs), "--seed", str(args.seed), "--wire-dtype", wire,
-               "--run-dir", run_dir, "--startup-timeout", "120"]
+               "--epochs", str(args.epochs), "--seed", str(args.seed), "--wire-dtype", wire]
     if args.insecure:
         command.append("--insecure")
-    r = subprocess.run(command, capture_output=True, text=True, timeout=args.timeout,
-                       check=False)
-    if r.returncode != 0:
-        raise RuntimeError(f"psflow train failed ({r.returncode}): {' '.join(command)}\n"
-                           f"{r.stderr[-3000:]}")
-    with open(os.path.join(run_dir, "summary.json")) as f:
-        summary = json.load(f)
+    summary, _ = run_psflow_train(os.path.join(args.build_dir, "psflow"), command, run_dir,
+                                  args.timeout)
     if summary.get("wire_dtype", "float32") != wire:
         raise RuntimeError(f"{run_dir}: summary.json says wire_dtype "
                            f"{summary.get('wire_dtype')}, expected {wire}")
-    shutil.rmtree(run_dir, ignore_errors=True)
     return {"examples_per_s": steady_rate(summary["history"]),
             "test_accuracy": float(summary["test_accuracy"])}
 
