@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstring>
 #include <string>
 #include <utility>
 
@@ -122,7 +123,8 @@ absl::Status for_each_table_page(const DynamicEmbedding& table, int64_t page_row
       for (size_t s = 0; s < k; ++s) rows.slots.push_back(std::move(r[4 + s]));
       if (absl::Status s = DynamicTable::validate_import(o, rows); !s.ok()) return bad(s.message());
       const int64_t got = rows.keys.num_elements();
-      if ((total[ti] >= 0 && page.total != total[ti]) || got > page_rows ||
+      if (page.total < 0 || page.total > (int64_t{1} << 32) ||
+          (total[ti] >= 0 && page.total != total[ti]) || got > page_rows ||
           page.offset + got > page.total || (head[4] == 0) != (page.offset + got == page.total) ||
           (head[4] != 0 && got == 0)) {
         return bad(absl::StrCat("page of ", got, " rows at row ", page.offset, " of ", page.total,
@@ -139,20 +141,40 @@ absl::Status for_each_table_page(const DynamicEmbedding& table, int64_t page_row
 
 absl::StatusOr<std::vector<DynamicTable::Rows>> export_table_rows(const DynamicEmbedding& table,
                                                                   int64_t page_rows) {
-  std::vector<std::vector<DynamicTable::Rows>> pages(
-      table.valid() ? static_cast<size_t>(table.num_shards()) : 0);
+  // Each task's rows go straight into tensors of its total, allocated at
+  // its first page: the table once, plus one page.
+  std::vector<DynamicTable::Rows> out(table.valid() ? static_cast<size_t>(table.num_shards()) : 0);
   PSFLOW_RETURN_IF_ERROR(for_each_table_page(table, page_rows, [&](TablePage page) {
-    pages[static_cast<size_t>(page.task)].push_back(std::move(page.rows));
+    DynamicTable::Rows& to = out[static_cast<size_t>(page.task)];
+    const DynamicTable::Rows& from = page.rows;
+    const int64_t dim = table.options().dim;
+    if (page.offset == 0) {
+      to.keys = Tensor(DType::kInt64, {page.total});
+      to.last_seen = Tensor(DType::kInt64, {page.total});
+      to.values = Tensor(DType::kFloat32, {page.total, dim});
+      to.slots.clear();
+      for (size_t s = 0; s < from.slots.size(); ++s) {
+        to.slots.emplace_back(DType::kFloat32, Shape{page.total, dim});
+      }
+    }
+    to.clock = from.clock;
+    to.applies = from.applies;
+    const int64_t n = from.keys.num_elements();
+    if (n == 0) return absl::OkStatus();
+    const auto ints = static_cast<size_t>(n) * sizeof(int64_t);
+    const auto floats = static_cast<size_t>(n * dim) * sizeof(float);
+    std::memcpy(to.keys.mutable_flat<int64_t>().data() + page.offset,
+                from.keys.flat<int64_t>().data(), ints);
+    std::memcpy(to.last_seen.mutable_flat<int64_t>().data() + page.offset,
+                from.last_seen.flat<int64_t>().data(), ints);
+    std::memcpy(to.values.mutable_flat<float>().data() + page.offset * dim,
+                from.values.flat<float>().data(), floats);
+    for (size_t s = 0; s < from.slots.size(); ++s) {
+      std::memcpy(to.slots[s].mutable_flat<float>().data() + page.offset * dim,
+                  from.slots[s].flat<float>().data(), floats);
+    }
     return absl::OkStatus();
   }));
-  std::vector<DynamicTable::Rows> out;
-  for (std::vector<DynamicTable::Rows>& task : pages) {
-    if (task.size() == 1) {
-      out.push_back(std::move(task[0]));
-      continue;
-    }
-    out.push_back(concat_table_rows(task));
-  }
   return out;
 }
 
