@@ -18,8 +18,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <exception>
-#include <functional>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -269,8 +269,8 @@ int run(const Flags& flags) {
                    "%s of %lld rows: %.1f s (%.0f rows/s); coordinator peak RSS %.1f MiB (%.1f "
                    "MiB before), %.2fx the table's raw %.1f MiB\n",
                    phase.name, static_cast<long long>(stats->rows), secs, live / secs,
-                   peak / (1 << 20), static_cast<double>(rss_before) / (1 << 20),
-                   peak / table_raw, table_raw / (1 << 20));
+                   peak / (1 << 20), static_cast<double>(rss_before) / (1 << 20), peak / table_raw,
+                   table_raw / (1 << 20));
       const std::string p = absl::StrCat(prefix, "checkpoint_", phase.name, "_");
       entries.push_back(json_entry(p + "seconds", secs, "s"));
       entries.push_back(json_entry(p + "rows_per_s", live / secs, "rows/s"));
@@ -279,10 +279,10 @@ int run(const Flags& flags) {
     }
     absl::StatusOr<DynamicEmbeddingStats> after = table->stats();
     if (!after.ok() || after->rows != stats->rows) {
-      std::fprintf(stderr, "after the restore: %s rows, not %lld\n",
-                   after.ok() ? std::to_string(after->rows).c_str()
-                              : after.status().ToString().c_str(),
-                   static_cast<long long>(stats->rows));
+      std::fprintf(
+          stderr, "after the restore: %s rows, not %lld\n",
+          after.ok() ? std::to_string(after->rows).c_str() : after.status().ToString().c_str(),
+          static_cast<long long>(stats->rows));
       return 1;
     }
   }

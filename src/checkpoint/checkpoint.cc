@@ -123,8 +123,9 @@ absl::StatusOr<Prepared> prepare(const Checkpoint& ckpt) {
     out.index.variables.push_back(std::move(entry));
   }
   for (const auto& [name, table] : ckpt.tables()) {
-    PSFLOW_ASSIGN_OR_RETURN(std::vector<internal::DynamicTable::Rows> shards,
-                            internal::export_table_rows(table, internal::checkpoint_table_page_rows()));
+    PSFLOW_ASSIGN_OR_RETURN(
+        std::vector<internal::DynamicTable::Rows> shards,
+        internal::export_table_rows(table, internal::checkpoint_table_page_rows()));
     internal::checkpoint::TableEntry entry;
     entry.name = name;
     entry.options = table.options();
@@ -550,7 +551,8 @@ absl::Status restore_checkpoint(const Checkpoint& ckpt, const std::string& path)
     PSFLOW_RETURN_IF_ERROR(internal::restore_variables(variables, states));
   }
   for (const auto& [table, shards] : tables) {
-    PSFLOW_RETURN_IF_ERROR(internal::import_table_rows(table, shards, internal::checkpoint_table_page_rows()));
+    PSFLOW_RETURN_IF_ERROR(
+        internal::import_table_rows(table, shards, internal::checkpoint_table_page_rows()));
   }
   return absl::OkStatus();
 }

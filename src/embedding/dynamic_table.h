@@ -135,10 +135,10 @@ class DynamicTable {
   // is the page's row count at most (1 to kMaxPageRows).
   // Thread-safety: a value type.
   struct ExportPage {
-    Rows rows;                 // rows [offset, offset + n) of the copy
-    int64_t offset = 0;        // of the page's first row in the copy
-    int64_t total = 0;         // rows in the copy
-    int64_t next_cursor = 0;   // 0 after the last page
+    Rows rows;                // rows [offset, offset + n) of the copy
+    int64_t offset = 0;       // of the page's first row in the copy
+    int64_t total = 0;        // rows in the copy
+    int64_t next_cursor = 0;  // 0 after the last page
   };
   static constexpr int64_t kMaxPageRows = int64_t{1} << 24;
   // INVALID_ARGUMENT for a negative cursor or a limit outside [1,

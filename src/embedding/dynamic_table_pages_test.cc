@@ -109,10 +109,10 @@ TEST(DynamicTablePagesTest, HostilePageRequestsAreRefused) {
               HasSubstr("outside [1, "));
   EXPECT_THAT(std::string(a->export_page(0, -3, 1 << 30).status().message()),
               HasSubstr("outside [1, "));
-  EXPECT_THAT(std::string(a->export_page(0, DynamicTable::kMaxPageRows + 1, int64_t{1} << 40)
-                              .status()
-                              .message()),
-              HasSubstr("outside [1, "));
+  EXPECT_THAT(
+      std::string(
+          a->export_page(0, DynamicTable::kMaxPageRows + 1, int64_t{1} << 40).status().message()),
+      HasSubstr("outside [1, "));
   EXPECT_THAT(std::string(a->export_page(0, 1000, 1000).status().message()),
               HasSubstr("ask for at most"));
   // A cursor of no copy, one of a replaced copy, and one past the end.

@@ -80,8 +80,8 @@ absl::Status DynamicTable::validate_export_page(int64_t cursor, int64_t limit) {
         "export cursor ", cursor, " is negative; start with 0 and pass each next cursor back"));
   }
   if (limit < 1 || limit > kMaxPageRows) {
-    return absl::InvalidArgumentError(absl::StrCat("export page limit ", limit,
-                                                   " is outside [1, ", kMaxPageRows, "] rows"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("export page limit ", limit, " is outside [1, ", kMaxPageRows, "] rows"));
   }
   return absl::OkStatus();
 }
@@ -91,10 +91,10 @@ absl::StatusOr<DynamicTable::ExportPage> DynamicTable::export_page(int64_t curso
   PSFLOW_RETURN_IF_ERROR(validate_export_page(cursor, limit));
   const int64_t row_bytes = 16 + 4 * stride_;
   if (limit > max_bytes / row_bytes) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "a page of ", limit, " rows takes up to ", limit * row_bytes, " bytes, more than the ",
-        max_bytes, " one answer may hold; ask for at most ", max_bytes / row_bytes,
-        " rows per page"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("a page of ", limit, " rows takes up to ", limit * row_bytes,
+                     " bytes, more than the ", max_bytes, " one answer may hold; ask for at most ",
+                     max_bytes / row_bytes, " rows per page"));
   }
   std::shared_ptr<const Rows> copy;
   uint32_t id = 0;
@@ -129,7 +129,8 @@ absl::StatusOr<DynamicTable::ExportPage> DynamicTable::export_page(int64_t curso
   const int64_t n = std::min(limit, total - offset);
   page.rows = slice_table_rows(*copy, offset, n);
   if (offset + n < total) {
-    page.next_cursor = static_cast<int64_t>((uint64_t{id} << 32) | static_cast<uint64_t>(offset + n));
+    page.next_cursor =
+        static_cast<int64_t>((uint64_t{id} << 32) | static_cast<uint64_t>(offset + n));
   } else {
     absl::MutexLock lock(&export_mu_);
     if (export_id_ == id) export_copy_.reset();
@@ -214,8 +215,8 @@ absl::Status DynamicTable::validate_import_pages(const DynamicEmbeddingOptions& 
     }
     if (pages[p].clock != pages[0].clock || pages[p].applies != pages[0].applies) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "page ", p, " has clock ", pages[p].clock, " and applies ", pages[p].applies,
-          ", page 0 ", pages[0].clock, " and ", pages[0].applies, "; one shard has one of each"));
+          "page ", p, " has clock ", pages[p].clock, " and applies ", pages[p].applies, ", page 0 ",
+          pages[0].clock, " and ", pages[0].applies, "; one shard has one of each"));
     }
     n += pages[p].keys.num_elements();
   }
@@ -349,7 +350,8 @@ DynamicTable::Rows concat_table_rows(absl::Span<const DynamicTable::Rows> pages)
   out.keys = Tensor(DType::kInt64, {n});
   out.last_seen = Tensor(DType::kInt64, {n});
   out.values = Tensor(DType::kFloat32, {n, dim});
-  for (size_t s = 0; s < last.slots.size(); ++s) out.slots.emplace_back(DType::kFloat32, Shape{n, dim});
+  for (size_t s = 0; s < last.slots.size(); ++s)
+    out.slots.emplace_back(DType::kFloat32, Shape{n, dim});
   int64_t at = 0;
   for (const DynamicTable::Rows& p : pages) {
     const int64_t m = p.keys.num_elements();

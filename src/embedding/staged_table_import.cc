@@ -15,12 +15,12 @@ absl::StatusOr<StagedTableImports::Action> StagedTableImports::check(const std::
 }
 
 absl::StatusOr<StagedTableImports::Action> StagedTableImports::check_locked(
-    const std::string& name, const std::string& config, ImportPagePosition at,
-    int64_t rows) const {
+    const std::string& name, const std::string& config, ImportPagePosition at, int64_t rows) const {
   if (at.total < 1 || at.offset < 0 || rows < 1 || at.offset > at.total - rows) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "import page of ", rows, " rows at row ", at.offset, " of ", at.total,
-        " does not lie in the shard; a page holds rows [offset, offset + n) of total >= 1, n >= 1"));
+    return absl::InvalidArgumentError(absl::StrCat("import page of ", rows, " rows at row ",
+                                                   at.offset, " of ", at.total,
+                                                   " does not lie in the shard; a page holds rows "
+                                                   "[offset, offset + n) of total >= 1, n >= 1"));
   }
   if (at.offset == 0) return Action::kStage;
   const auto it = shards_.find(name);

@@ -46,8 +46,8 @@ absl::StatusOr<std::vector<std::vector<Tensor>>> run_on(const DynamicEmbedding& 
 
 absl::Status check_page_rows(int64_t page_rows) {
   if (page_rows < 1 || page_rows > DynamicTable::kMaxPageRows) {
-    return absl::InvalidArgumentError(absl::StrCat("page_rows ", page_rows, " is outside [1, ",
-                                                   DynamicTable::kMaxPageRows, "]"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("page_rows ", page_rows, " is outside [1, ", DynamicTable::kMaxPageRows, "]"));
   }
   return absl::OkStatus();
 }
@@ -243,10 +243,9 @@ absl::Status import_table_rows(const DynamicEmbedding& table,
                                const std::vector<DynamicTable::Rows>& rows, int64_t page_rows) {
   std::vector<int64_t> totals;
   for (const DynamicTable::Rows& r : rows) totals.push_back(r.keys.num_elements());
-  return import_table_pages(table, totals, page_rows,
-                            [&](int task, int64_t offset, int64_t n) {
-                              return slice_table_rows(rows[static_cast<size_t>(task)], offset, n);
-                            });
+  return import_table_pages(table, totals, page_rows, [&](int task, int64_t offset, int64_t n) {
+    return slice_table_rows(rows[static_cast<size_t>(task)], offset, n);
+  });
 }
 
 }  // namespace psflow::internal

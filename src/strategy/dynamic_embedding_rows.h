@@ -59,8 +59,8 @@ using TableRowSource =
 // after validating all of them; only a task failing in the middle
 // (UNAVAILABLE) can leave some tasks restored and others not.
 [[nodiscard]] absl::Status import_table_pages(const DynamicEmbedding& table,
-                                              const std::vector<int64_t>& totals,
-                                              int64_t page_rows, const TableRowSource& source);
+                                              const std::vector<int64_t>& totals, int64_t page_rows,
+                                              const TableRowSource& source);
 
 // import_table_pages from whole shards held in memory.
 [[nodiscard]] absl::Status import_table_rows(const DynamicEmbedding& table,

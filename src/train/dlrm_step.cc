@@ -62,9 +62,8 @@ absl::StatusOr<StepLoss> dlrm_step(const DlrmStepConfig& config, const StepState
   // The table follows the dense variables' schedule (--lr-schedule): the
   // rate of the step the optimizer is at.
   PSFLOW_ASSIGN_OR_RETURN(const double table_lr, current_learning_rate(*state.optimizer));
-  std::future<absl::Status> sparse = std::async(std::launch::async, [&] {
-    return table.apply_gradients(unique.values, g.rows, table_lr);
-  });
+  std::future<absl::Status> sparse = std::async(
+      std::launch::async, [&] { return table.apply_gradients(unique.values, g.rows, table_lr); });
   std::vector<GradientAndVariable> grads;
   grads.reserve(state.variables.size());
   for (size_t i = 0; i < state.variables.size(); ++i) {

@@ -93,10 +93,10 @@ class DynamicEmbeddingPagingTest : public ::testing::Test {
   void SetUp() override {
     ASSERT_NE(cluster_, nullptr) << "the cluster did not start";
     set_checkpoint_table_page_rows(kPageRows);
-    dir_ = fs::path(::testing::TempDir()) /
-           absl::StrCat("de_paging_",
-                        ::testing::UnitTest::GetInstance()->current_test_info()->name(), "_",
-                        ::getpid());
+    dir_ =
+        fs::path(::testing::TempDir()) /
+        absl::StrCat("de_paging_", ::testing::UnitTest::GetInstance()->current_test_info()->name(),
+                     "_", ::getpid());
     fs::remove_all(dir_);
   }
   void TearDown() override {
@@ -123,9 +123,9 @@ class DynamicEmbeddingPagingTest : public ::testing::Test {
         if (i % 3 == step - 1) k.push_back(i * 2'654'435'761 - 77);
       }
       ASSERT_TRUE(t.lookup(keys_tensor(k), step).ok());
-      ASSERT_TRUE(t.apply_gradients(keys_tensor(k), ones(static_cast<int64_t>(k.size()), 4), 0.1,
-                                    step)
-                      .ok());
+      ASSERT_TRUE(
+          t.apply_gradients(keys_tensor(k), ones(static_cast<int64_t>(k.size()), 4), 0.1, step)
+              .ok());
     }
   }
 

@@ -83,8 +83,7 @@ absl::StatusOr<DynamicTable::Rows> import_rows_of(const VariableOpArgs& op,
                                                   bool paged) {
   const std::vector<std::string_view> names = optimizer_slot_names(options.optimizer.kind);
   const size_t extra = paged ? 1 : 0;
-  if (op.slot_names.size() != op.slots.size() ||
-      op.slot_names.size() != names.size() + 1 + extra ||
+  if (op.slot_names.size() != op.slots.size() || op.slot_names.size() != names.size() + 1 + extra ||
       op.slot_names[names.size()] != kLastSeenSlot ||
       !std::equal(names.begin(), names.end(), op.slot_names.begin())) {
     std::string want;
@@ -117,10 +116,10 @@ absl::Status prepare_table_op(VariableStore& store, VariableOpArgs& op, Prepared
       PSFLOW_ASSIGN_OR_RETURN(out->import,
                               import_rows_of(op, options, out->import_page.has_value()));
       if (out->import_page.has_value()) {
-        PSFLOW_RETURN_IF_ERROR(store.staged_imports()
-                                   .check(op.variable, op.table, *out->import_page,
-                                          out->import->keys.num_elements())
-                                   .status());
+        PSFLOW_RETURN_IF_ERROR(
+            store.staged_imports()
+                .check(op.variable, op.table, *out->import_page, out->import->keys.num_elements())
+                .status());
       }
     }
     return absl::OkStatus();
@@ -271,9 +270,9 @@ absl::Status run(VariableStore& store, PreparedOp& prepared, bool replay,
       std::vector<DynamicTable::Rows> pages;
       if (prepared.import_page.has_value()) {
         StagedTableImports& staged = store.staged_imports();
-        PSFLOW_ASSIGN_OR_RETURN(
-            std::optional<std::vector<DynamicTable::Rows>> complete,
-            staged.stage(op.variable, op.table, *prepared.import_page, *std::move(prepared.import)));
+        PSFLOW_ASSIGN_OR_RETURN(std::optional<std::vector<DynamicTable::Rows>> complete,
+                                staged.stage(op.variable, op.table, *prepared.import_page,
+                                             *std::move(prepared.import)));
         if (!complete.has_value()) return absl::OkStatus();
         pages = *std::move(complete);
         if (absl::Status s = DynamicTable::validate_import_pages(*prepared.table_options, pages);
