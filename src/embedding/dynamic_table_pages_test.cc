@@ -7,6 +7,7 @@
 
 #include "embedding/dynamic_table.h"
 #include "embedding/staged_table_import.h"
+#include "embedding/table_reshard.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -137,6 +138,40 @@ TEST(DynamicTablePagesTest, PagesWithARepeatedKeyAreRefused) {
   pages.push_back(pages[0]);
   EXPECT_THAT(std::string(DynamicTable::validate_import_pages(options(), pages).message()),
               HasSubstr("appears in two pages"));
+}
+
+// The reshard plan cuts the same rows as reshard_table_rows, page by
+// page, and refuses a key saved in two shards.
+TEST(TableReshardTest, SlicesMatchTheCopyingReshard) {
+  auto a = filled(40);
+  auto b = *DynamicTable::create(options());
+  (void)b->lookup(Tensor::from_vector<int64_t>({123, 456, 789}, {3}), 8, false);
+  const std::vector<DynamicTable::Rows> saved = {*a->export_rows(1 << 30),
+                                                 *b->export_rows(1 << 30)};
+  const std::vector<DynamicTable::Rows> copied = reshard_table_rows(saved, 3, options().dim);
+  absl::StatusOr<TableReshard> plan = TableReshard::plan(saved, 3, options());
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  for (int t = 0; t < 3; ++t) {
+    const int64_t n = plan->totals()[static_cast<size_t>(t)];
+    ASSERT_EQ(n, copied[static_cast<size_t>(t)].keys.num_elements());
+    std::vector<DynamicTable::Rows> pages;
+    for (int64_t at = 0; at < n; at += 4)
+      pages.push_back(plan->slice(t, at, std::min<int64_t>(4, n - at)));
+    const DynamicTable::Rows joined = concat_table_rows(pages);
+    EXPECT_EQ(joined.keys.flat<int64_t>(), copied[static_cast<size_t>(t)].keys.flat<int64_t>());
+    EXPECT_EQ(joined.values.flat<float>(), copied[static_cast<size_t>(t)].values.flat<float>());
+    EXPECT_EQ(joined.slots[0].flat<float>(), copied[static_cast<size_t>(t)].slots[0].flat<float>());
+    EXPECT_EQ(joined.last_seen.flat<int64_t>(),
+              copied[static_cast<size_t>(t)].last_seen.flat<int64_t>());
+    EXPECT_EQ(joined.clock, 8);
+  }
+  const std::vector<DynamicTable::Rows> twice = {saved[0], saved[0]};
+  EXPECT_THAT(std::string(TableReshard::plan(twice, 2, options()).status().message()),
+              HasSubstr("appears twice"));
+  DynamicEmbeddingOptions small = options();
+  small.capacity_per_shard = 10;
+  EXPECT_THAT(std::string(TableReshard::plan(saved, 2, small).status().message()),
+              HasSubstr("capacity_per_shard 10"));
 }
 
 TEST(StagedTableImportsTest, PagesInOrderCompleteTheShardOnce) {
