@@ -5,8 +5,12 @@
 // never by ctest: it takes minutes and gigabytes.
 //
 //   build/bench-tools/embedding_fill --rows=20000000 --num_ps=2 --dim=16
-//       --optimizer=adagrad --batch=65536 --json=out.json
+//       --optimizer=adagrad --batch=65536 --json=out.json [--checkpoint=DIR]
 //
+// With --checkpoint, the filled table is then saved to DIR and restored
+// from it (paged, docs/embeddings.md "Checkpoints"), reporting each one's
+// time, rows/s and this process's (the coordinator's) peak RSS against the
+// table's raw size.
 // Prints progress (rows, rows/s, each ps's RSS) to stderr, and writes the
 // figures as results.json entries to --json.
 #include <unistd.h>
@@ -15,6 +19,7 @@
 #include <cstdio>
 #include <exception>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -24,6 +29,7 @@
 #include "embedding/dynamic_table.h"
 #include "optimizer/optimizer.h"
 #include "ps/client/variable_client.h"
+#include "psflow/checkpoint.h"
 #include "psflow/local_cluster.h"
 #include "strategy/dynamic_embedding_internal.h"
 
@@ -39,6 +45,7 @@ struct Flags {
   int64_t batch = 65536;              // keys per lookup call, split over the ps tasks
   std::string json;                   // where the results.json entries go
   double progress_seconds = 10;
+  std::string checkpoint;  // save to and restore from here (empty: no)
 };
 
 // --name=value flags; false (after a message) for anything else.
@@ -65,6 +72,8 @@ bool parse_flags(int argc, char** argv, Flags& f) {
         f.batch = std::stoll(value);
       } else if (name == "json") {
         f.json = value;
+      } else if (name == "checkpoint") {
+        f.checkpoint = value;
       } else if (name == "progress_seconds") {
         f.progress_seconds = std::stod(value);
       } else {
@@ -92,6 +101,19 @@ int64_t rss_bytes(pid_t pid) {
   }
   return 0;
 }
+
+// This process's peak RSS since the last reset_peak_rss(), bytes.
+int64_t peak_rss_bytes() {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::stoll(line.substr(6)) * 1024;
+  }
+  return 0;
+}
+
+// Linux: "5" resets the peak RSS (VmHWM) to the current RSS.
+void reset_peak_rss() { std::ofstream("/proc/self/clear_refs") << "5"; }
 
 std::string load_average() {
   std::ifstream in("/proc/loadavg");
@@ -216,6 +238,54 @@ int run(const Flags& flags) {
       json_entry(prefix + "table_bytes_per_row", table_per_row, "bytes",
                  absl::StrCat(raw_baseline, ", \"ratio\": ", table_per_row / raw)),
   };
+  if (!flags.checkpoint.empty()) {
+    absl::StatusOr<Checkpoint> ckpt = Checkpoint::create({}, std::nullopt, {{"fill", *table}});
+    if (!ckpt.ok()) {
+      std::fprintf(stderr, "checkpoint: %s\n", ckpt.status().ToString().c_str());
+      return 1;
+    }
+    const double table_raw = raw * live;
+    const std::string raw_size = absl::StrCat(
+        ", \"baseline_name\": \"the table's raw size (rows x raw row)\", \"baseline_value\": ",
+        table_raw);
+    struct Phase {
+      const char* name;
+      std::function<absl::Status()> run;
+    };
+    const Phase phases[] = {{"save", [&] { return ckpt->save(flags.checkpoint); }},
+                            {"restore", [&] { return ckpt->restore(flags.checkpoint); }}};
+    for (const Phase& phase : phases) {
+      const int64_t rss_before = rss_bytes(::getpid());
+      reset_peak_rss();
+      const absl::Time t0 = absl::Now();
+      absl::Status s = phase.run();
+      const double secs = absl::ToDoubleSeconds(absl::Now() - t0);
+      const auto peak = static_cast<double>(peak_rss_bytes());
+      if (!s.ok()) {
+        std::fprintf(stderr, "%s: %s\n", phase.name, s.ToString().c_str());
+        return 1;
+      }
+      std::fprintf(stderr,
+                   "%s of %lld rows: %.1f s (%.0f rows/s); coordinator peak RSS %.1f MiB (%.1f "
+                   "MiB before), %.2fx the table's raw %.1f MiB\n",
+                   phase.name, static_cast<long long>(stats->rows), secs, live / secs,
+                   peak / (1 << 20), static_cast<double>(rss_before) / (1 << 20), peak / table_raw,
+                   table_raw / (1 << 20));
+      const std::string p = absl::StrCat(prefix, "checkpoint_", phase.name, "_");
+      entries.push_back(json_entry(p + "seconds", secs, "s"));
+      entries.push_back(json_entry(p + "rows_per_s", live / secs, "rows/s"));
+      entries.push_back(json_entry(p + "coordinator_peak_rss_bytes", peak, "bytes",
+                                   absl::StrCat(raw_size, ", \"ratio\": ", peak / table_raw)));
+    }
+    absl::StatusOr<DynamicEmbeddingStats> after = table->stats();
+    if (!after.ok() || after->rows != stats->rows) {
+      std::fprintf(
+          stderr, "after the restore: %s rows, not %lld\n",
+          after.ok() ? std::to_string(after->rows).c_str() : after.status().ToString().c_str(),
+          static_cast<long long>(stats->rows));
+      return 1;
+    }
+  }
   const std::string path = flags.json;
   if (!path.empty()) {
     std::ofstream out(path, std::ios::trunc);

@@ -30,6 +30,9 @@ def main(argv):
     parser.add_argument("--num-ps", type=int, default=2)
     parser.add_argument("--dim", type=int, default=16)
     parser.add_argument("--optimizer", default="adagrad")
+    parser.add_argument("--checkpoint", action="store_true",
+                        help="also save the table to a checkpoint and restore it, "
+                             "timing both and the coordinator's peak RSS")
     parser.add_argument("--timeout", type=float, default=1200,
                         help="seconds allowed for the run (default: 1200)")
     args = parser.parse_args(argv)
@@ -39,6 +42,8 @@ def main(argv):
         out = os.path.join(work, "fill.json")
         command = [tool, f"--rows={args.rows}", f"--num_ps={args.num_ps}",
                    f"--dim={args.dim}", f"--optimizer={args.optimizer}", f"--json={out}"]
+        if args.checkpoint:
+            command.append(f"--checkpoint={os.path.join(work, 'ckpt')}")
         print(" ".join(command), flush=True)
         proc = subprocess.run(command, timeout=args.timeout, check=False)
         if proc.returncode != 0:

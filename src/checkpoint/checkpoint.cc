@@ -18,6 +18,7 @@
 #include "checkpoint/reshard.h"
 #include "checkpoint/safetensors.h"
 #include "embedding/dynamic_table.h"
+#include "embedding/table_reshard.h"
 #include "optimizer/optimizer.h"
 #include "psflow/cluster_spec.h"
 #include "psflow/status_macros.h"
@@ -123,8 +124,9 @@ absl::StatusOr<Prepared> prepare(const Checkpoint& ckpt) {
     out.index.variables.push_back(std::move(entry));
   }
   for (const auto& [name, table] : ckpt.tables()) {
-    PSFLOW_ASSIGN_OR_RETURN(std::vector<internal::DynamicTable::Rows> shards,
-                            internal::export_table_rows(table));
+    PSFLOW_ASSIGN_OR_RETURN(
+        std::vector<internal::DynamicTable::Rows> shards,
+        internal::export_table_rows(table, internal::checkpoint_table_page_rows()));
     internal::checkpoint::TableEntry entry;
     entry.name = name;
     entry.options = table.options();
@@ -501,19 +503,17 @@ absl::Status restore_checkpoint(const Checkpoint& ckpt, const std::string& path)
   PSFLOW_ASSIGN_OR_RETURN(Contents contents, read_contents(path, index));
   PSFLOW_ASSIGN_OR_RETURN(SavedParts saved, read_saved_parts(path, index, contents));
   PSFLOW_ASSIGN_OR_RETURN(SavedTables saved_tables, read_saved_tables(path, index, contents));
-  // Each table's rows for its current ps tasks, checked as each task will.
-  std::vector<std::pair<DynamicEmbedding, std::vector<internal::DynamicTable::Rows>>> tables;
+  // Where each table's saved rows go among its current ps tasks, checked
+  // as each task will check them; the pages are cut from the files' bytes
+  // while they are sent (no resharded copy of the table).
+  std::vector<std::pair<DynamicEmbedding, internal::TableReshard>> tables;
   for (const auto& [name, table] : ckpt.tables()) {
-    std::vector<internal::DynamicTable::Rows> shards = internal::reshard_table_rows(
-        saved_tables.at(name), table.num_shards(), table.options().dim);
-    for (size_t t = 0; t < shards.size(); ++t) {
-      if (absl::Status s = internal::DynamicTable::validate_import(table.options(), shards[t]);
-          !s.ok()) {
-        return index_error(absl::StrCat("dynamic table '", name, "' restored into ps task ", t,
-                                        " of ", shards.size(), ": ", s.message()));
-      }
+    absl::StatusOr<internal::TableReshard> plan =
+        internal::TableReshard::plan(saved_tables.at(name), table.num_shards(), table.options());
+    if (!plan.ok()) {
+      return index_error(absl::StrCat("dynamic table '", name, "' ", plan.status().message()));
     }
-    tables.emplace_back(table, std::move(shards));
+    tables.emplace_back(table, *std::move(plan));
   }
   contents.clear();
   // Each current part's state, resharded where the layouts differ.
@@ -549,8 +549,13 @@ absl::Status restore_checkpoint(const Checkpoint& ckpt, const std::string& path)
   if (!variables.empty()) {
     PSFLOW_RETURN_IF_ERROR(internal::restore_variables(variables, states));
   }
-  for (const auto& [table, shards] : tables) {
-    PSFLOW_RETURN_IF_ERROR(internal::import_table_rows(table, shards));
+  for (const auto& [table, plan] : tables) {
+    PSFLOW_RETURN_IF_ERROR(internal::import_table_pages(
+        table, plan.totals(), internal::checkpoint_table_page_rows(),
+        [&plan = plan](int task, int64_t offset,
+                       int64_t n) -> absl::StatusOr<internal::DynamicTable::Rows> {
+          return plan.slice(task, offset, n);
+        }));
   }
   return absl::OkStatus();
 }

@@ -125,6 +125,30 @@ class DynamicTable {
   };
   // INVALID_ARGUMENT when the bytes of the copy would exceed `max_bytes`.
   [[nodiscard]] absl::StatusOr<Rows> export_rows(int64_t max_bytes) const ABSL_LOCKS_EXCLUDED(mu_);
+  // Paged export: a page sequence reads one copy of the shard taken when
+  // its first page (cursor 0) is asked for, i.e. the state after a prefix
+  // of the requests this shard applied, however the table changes while
+  // the pages are read. The ps keeps that copy until the last page is read,
+  // or a new sequence starts (cursor 0 again), or rows are imported; a
+  // cursor of a copy no longer held is FAILED_PRECONDITION (start again at
+  // cursor 0). `cursor` is 0 or a next_cursor this table answered; `limit`
+  // is the page's row count at most (1 to kMaxPageRows).
+  // Thread-safety: a value type.
+  struct ExportPage {
+    Rows rows;                // rows [offset, offset + n) of the copy
+    int64_t offset = 0;       // of the page's first row in the copy
+    int64_t total = 0;        // rows in the copy
+    int64_t next_cursor = 0;  // 0 after the last page
+  };
+  static constexpr int64_t kMaxPageRows = int64_t{1} << 24;
+  // INVALID_ARGUMENT for a negative cursor or a limit outside [1,
+  // kMaxPageRows]; nothing else (a cursor's copy is checked by export_page).
+  [[nodiscard]] static absl::Status validate_export_page(int64_t cursor, int64_t limit);
+  // INVALID_ARGUMENT also when one page of `limit` rows would take more
+  // than `max_bytes`, naming the largest limit that fits.
+  [[nodiscard]] absl::StatusOr<ExportPage> export_page(int64_t cursor, int64_t limit,
+                                                       int64_t max_bytes)
+      ABSL_LOCKS_EXCLUDED(mu_, export_mu_);
   // The checks of import_rows against `options` (those of the table that
   // will receive the rows): dtypes and shapes, the slot count of the
   // optimizer, one last-seen step per key, distinct keys, last-seen steps
@@ -136,7 +160,14 @@ class DynamicTable {
   // as given, the recency list ordered by last-seen step, the admission
   // sketch emptied (counts of keys without a row are not checkpointed) and
   // the counters restarted (rows = created = n, the others 0).
-  void import_rows(const Rows& rows) ABSL_LOCKS_EXCLUDED(mu_);
+  void import_rows(const Rows& rows) ABSL_LOCKS_EXCLUDED(mu_, export_mu_);
+  // The checks of import_pages: each page as validate_import checks it,
+  // all with the same clock and applies, no key in two pages, and at most
+  // capacity_per_shard rows in all.
+  [[nodiscard]] static absl::Status validate_import_pages(const DynamicEmbeddingOptions& options,
+                                                          absl::Span<const Rows> pages);
+  // import_rows of the pages' rows together (validated), in page order.
+  void import_pages(absl::Span<const Rows> pages) ABSL_LOCKS_EXCLUDED(mu_, export_mu_);
 
  private:
   static constexpr uint32_t kNil = 0xFFFFFFFFu;
@@ -181,12 +212,25 @@ class DynamicTable {
   uint32_t back_ ABSL_GUARDED_BY(mu_) = kNil;
   std::optional<CountMinSketch> sketch_ ABSL_GUARDED_BY(mu_);
   DynamicTableStats stats_ ABSL_GUARDED_BY(mu_);
+  // The copy a paged export reads (null: none) and its id, the high half of
+  // its cursors. Taken after mu_ when both are held.
+  mutable absl::Mutex export_mu_;
+  std::shared_ptr<const Rows> export_copy_ ABSL_GUARDED_BY(export_mu_);
+  uint32_t export_id_ ABSL_GUARDED_BY(export_mu_) = 0;
 };
 
 // Rows saved from any number of shards, regrouped for `num_tasks` ps tasks
 // by each key's task (dynamic_key_task), keeping their saved order. Every
 // new shard gets the largest saved clock and applies (as a dense part's
 // restored step count is the largest among the saved parts it draws from).
+// Rows [offset, offset + n) of `rows` (clock and applies kept).
+[[nodiscard]] DynamicTable::Rows slice_table_rows(const DynamicTable::Rows& rows, int64_t offset,
+                                                  int64_t n);
+
+// The pages' rows one after another (clock and applies of the last page;
+// the pages all have the same slot count and dim).
+[[nodiscard]] DynamicTable::Rows concat_table_rows(absl::Span<const DynamicTable::Rows> pages);
+
 [[nodiscard]] std::vector<DynamicTable::Rows> reshard_table_rows(
     const std::vector<DynamicTable::Rows>& saved, int num_tasks, int64_t dim);
 

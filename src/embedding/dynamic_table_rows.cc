@@ -2,7 +2,10 @@
 // whole shard's rows in (import_rows).
 #include <algorithm>
 #include <cstring>
+#include <limits>
+#include <memory>
 #include <numeric>
+#include <utility>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
@@ -10,6 +13,7 @@
 #include "embedding/dynamic_table.h"
 #include "embedding/key_hash.h"
 #include "optimizer/optimizer.h"
+#include "psflow/status_macros.h"
 
 namespace psflow::internal {
 namespace {
@@ -68,6 +72,70 @@ absl::StatusOr<DynamicTable::Rows> DynamicTable::export_rows(int64_t max_bytes) 
     return absl::InternalError(absl::StrCat("the shard counts ", n, " rows but holds ", i));
   }
   return out;
+}
+
+absl::Status DynamicTable::validate_export_page(int64_t cursor, int64_t limit) {
+  if (cursor < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "export cursor ", cursor, " is negative; start with 0 and pass each next cursor back"));
+  }
+  if (limit < 1 || limit > kMaxPageRows) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("export page limit ", limit, " is outside [1, ", kMaxPageRows, "] rows"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<DynamicTable::ExportPage> DynamicTable::export_page(int64_t cursor, int64_t limit,
+                                                                   int64_t max_bytes) {
+  PSFLOW_RETURN_IF_ERROR(validate_export_page(cursor, limit));
+  const int64_t row_bytes = 16 + 4 * stride_;
+  if (limit > max_bytes / row_bytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a page of ", limit, " rows takes up to ", limit * row_bytes,
+                     " bytes, more than the ", max_bytes, " one answer may hold; ask for at most ",
+                     max_bytes / row_bytes, " rows per page"));
+  }
+  std::shared_ptr<const Rows> copy;
+  uint32_t id = 0;
+  const auto offset = static_cast<int64_t>(static_cast<uint64_t>(cursor) & 0xFFFFFFFFu);
+  if (cursor == 0) {
+    PSFLOW_ASSIGN_OR_RETURN(Rows rows, export_rows(std::numeric_limits<int64_t>::max()));
+    copy = std::make_shared<const Rows>(std::move(rows));
+    absl::MutexLock lock(&export_mu_);
+    export_id_ = export_id_ % 0x7FFFFFFFu + 1;
+    id = export_id_;
+    export_copy_ = copy;
+  } else {
+    id = static_cast<uint32_t>(static_cast<uint64_t>(cursor) >> 32);
+    absl::MutexLock lock(&export_mu_);
+    if (export_copy_ == nullptr || id != export_id_) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "export cursor ", cursor, " belongs to a copy of the shard this ps no longer holds ",
+          "(another export started, rows were imported, or the ps restarted); start the export "
+          "again with cursor 0"));
+    }
+    copy = export_copy_;
+  }
+  const int64_t total = copy->keys.num_elements();
+  if (offset > total) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("export cursor ", cursor, " points at row ", offset, " of a copy of ", total,
+                     " rows; pass back the next cursor an answer gave"));
+  }
+  ExportPage page;
+  page.offset = offset;
+  page.total = total;
+  const int64_t n = std::min(limit, total - offset);
+  page.rows = slice_table_rows(*copy, offset, n);
+  if (offset + n < total) {
+    page.next_cursor =
+        static_cast<int64_t>((uint64_t{id} << 32) | static_cast<uint64_t>(offset + n));
+  } else {
+    absl::MutexLock lock(&export_mu_);
+    if (export_id_ == id) export_copy_.reset();
+  }
+  return page;
 }
 
 absl::Status DynamicTable::validate_import(const DynamicEmbeddingOptions& options,
@@ -138,22 +206,68 @@ absl::Status DynamicTable::validate_import(const DynamicEmbeddingOptions& option
   return absl::OkStatus();
 }
 
-void DynamicTable::import_rows(const Rows& rows) {
+absl::Status DynamicTable::validate_import_pages(const DynamicEmbeddingOptions& options,
+                                                 absl::Span<const Rows> pages) {
+  int64_t n = 0;
+  for (size_t p = 0; p < pages.size(); ++p) {
+    if (absl::Status s = validate_import(options, pages[p]); !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("page ", p, ": ", s.message()));
+    }
+    if (pages[p].clock != pages[0].clock || pages[p].applies != pages[0].applies) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "page ", p, " has clock ", pages[p].clock, " and applies ", pages[p].applies, ", page 0 ",
+          pages[0].clock, " and ", pages[0].applies, "; one shard has one of each"));
+    }
+    n += pages[p].keys.num_elements();
+  }
+  if (options.capacity_per_shard > 0 && n > options.capacity_per_shard) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        n, " rows for one ps task of a table with capacity_per_shard ", options.capacity_per_shard,
+        "; restore into more ps tasks or raise the capacity"));
+  }
+  if (n > int64_t{kNil} - 1) {
+    return absl::InvalidArgumentError(absl::StrCat(n, " rows are more than one shard can index"));
+  }
+  if (pages.size() < 2) return absl::OkStatus();
+  absl::flat_hash_set<int64_t> distinct;
+  distinct.reserve(static_cast<size_t>(n));
+  for (const Rows& page : pages) {
+    for (int64_t key : page.keys.flat<int64_t>()) {
+      if (!distinct.insert(key).second) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("key ", key, " appears in two pages; a table holds one row per key"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+void DynamicTable::import_rows(const Rows& rows) { import_pages(absl::MakeConstSpan(&rows, 1)); }
+
+void DynamicTable::import_pages(absl::Span<const Rows> pages) {
+  {
+    // A paged export's copy is of the rows replaced now.
+    absl::MutexLock lock(&export_mu_);
+    export_copy_.reset();
+  }
   const int64_t dim = options_.dim;
-  const int64_t n = rows.keys.num_elements();
-  const absl::Span<const int64_t> keys = rows.keys.flat<int64_t>();
-  const absl::Span<const int64_t> last = rows.last_seen.flat<int64_t>();
-  // Least recently used first, so that each row pushed to the front leaves
-  // the list ordered by last-seen step (ties keep the saved order, which is
-  // most recent first: reversed here).
-  std::vector<int64_t> order(static_cast<size_t>(n));
-  std::iota(order.rbegin(), order.rend(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
-    return last[static_cast<size_t>(a)] < last[static_cast<size_t>(b)];
-  });
-  const float* values = rows.values.flat<float>().data();
-  std::vector<const float*> slots;
-  for (const Tensor& t : rows.slots) slots.push_back(t.flat<float>().data());
+  // (page, row) of every row, least recently used first, so that each row
+  // pushed to the front leaves the list ordered by last-seen step (ties
+  // keep the saved order, which is most recent first: reversed here).
+  std::vector<std::pair<uint32_t, uint32_t>> order;
+  int64_t n = 0;
+  for (const Rows& page : pages) n += page.keys.num_elements();
+  order.reserve(static_cast<size_t>(n));
+  for (size_t p = pages.size(); p-- > 0;) {
+    for (int64_t i = pages[p].keys.num_elements(); i-- > 0;) {
+      order.emplace_back(static_cast<uint32_t>(p), static_cast<uint32_t>(i));
+    }
+  }
+  auto last_of = [&](const std::pair<uint32_t, uint32_t>& at) {
+    return pages[at.first].last_seen.flat<int64_t>()[at.second];
+  };
+  std::stable_sort(order.begin(), order.end(),
+                   [&](const auto& a, const auto& b) { return last_of(a) < last_of(b); });
 
   absl::MutexLock lock(&mu_);
   index_.clear();
@@ -166,10 +280,13 @@ void DynamicTable::import_rows(const Rows& rows) {
   front_ = back_ = kNil;
   if (sketch_.has_value()) sketch_.emplace(options_.sketch_width);
   stats_ = DynamicTableStats();
-  stats_.clock = rows.clock;
-  stats_.applies = rows.applies;
+  stats_.clock = pages.empty() ? 0 : pages.back().clock;
+  stats_.applies = pages.empty() ? 0 : pages.back().applies;
   const bool recency = options_.ttl_steps > 0 || options_.capacity_per_shard > 0;
-  for (int64_t i : order) {
+  for (const auto& [p, at] : order) {
+    const Rows& rows = pages[p];
+    const auto i = static_cast<int64_t>(at);
+    const float* values = rows.values.flat<float>().data();
     const uint32_t r = high_water_++;
     if (r / kChunkRows >= value_chunks_.size()) {
       value_chunks_.push_back(std::make_unique<float[]>(static_cast<size_t>(kChunkRows * stride_)));
@@ -177,19 +294,82 @@ void DynamicTable::import_rows(const Rows& rows) {
     }
     float* to = row(r);
     std::memcpy(to, values + i * dim, static_cast<size_t>(dim) * sizeof(float));
-    for (size_t s = 0; s < slots.size(); ++s) {
-      std::memcpy(to + static_cast<int64_t>(s + 1) * dim, slots[s] + i * dim,
+    for (size_t s = 0; s < rows.slots.size(); ++s) {
+      std::memcpy(to + static_cast<int64_t>(s + 1) * dim,
+                  rows.slots[s].flat<float>().data() + i * dim,
                   static_cast<size_t>(dim) * sizeof(float));
     }
     RowMeta& m = meta(r);
-    m.key = keys[static_cast<size_t>(i)];
-    m.last_seen = last[static_cast<size_t>(i)];
+    m.key = rows.keys.flat<int64_t>()[static_cast<size_t>(i)];
+    m.last_seen = rows.last_seen.flat<int64_t>()[static_cast<size_t>(i)];
     m.prev = m.next = kNil;
     if (recency) push_front(r);
     index_.emplace(m.key, r);
   }
   stats_.rows = n;
   stats_.created = n;
+}
+
+DynamicTable::Rows slice_table_rows(const DynamicTable::Rows& rows, int64_t offset, int64_t n) {
+  DynamicTable::Rows out;
+  out.clock = rows.clock;
+  out.applies = rows.applies;
+  const int64_t dim = rows.values.rank() == 2 ? rows.values.dim(1) : 0;
+  out.keys = Tensor(DType::kInt64, {n});
+  out.last_seen = Tensor(DType::kInt64, {n});
+  out.values = Tensor(DType::kFloat32, {n, dim});
+  const auto ints = static_cast<size_t>(n) * sizeof(int64_t);
+  const auto floats = static_cast<size_t>(n * dim) * sizeof(float);
+  if (n > 0) {
+    std::memcpy(out.keys.mutable_flat<int64_t>().data(), rows.keys.flat<int64_t>().data() + offset,
+                ints);
+    std::memcpy(out.last_seen.mutable_flat<int64_t>().data(),
+                rows.last_seen.flat<int64_t>().data() + offset, ints);
+    std::memcpy(out.values.mutable_flat<float>().data(),
+                rows.values.flat<float>().data() + offset * dim, floats);
+  }
+  for (const Tensor& slot : rows.slots) {
+    Tensor t(DType::kFloat32, {n, dim});
+    if (n > 0) {
+      std::memcpy(t.mutable_flat<float>().data(), slot.flat<float>().data() + offset * dim, floats);
+    }
+    out.slots.push_back(std::move(t));
+  }
+  return out;
+}
+
+DynamicTable::Rows concat_table_rows(absl::Span<const DynamicTable::Rows> pages) {
+  DynamicTable::Rows out;
+  if (pages.empty()) return out;
+  int64_t n = 0;
+  for (const DynamicTable::Rows& p : pages) n += p.keys.num_elements();
+  const DynamicTable::Rows& last = pages.back();
+  const int64_t dim = last.values.rank() == 2 ? last.values.dim(1) : 0;
+  out.clock = last.clock;
+  out.applies = last.applies;
+  out.keys = Tensor(DType::kInt64, {n});
+  out.last_seen = Tensor(DType::kInt64, {n});
+  out.values = Tensor(DType::kFloat32, {n, dim});
+  for (size_t s = 0; s < last.slots.size(); ++s)
+    out.slots.emplace_back(DType::kFloat32, Shape{n, dim});
+  int64_t at = 0;
+  for (const DynamicTable::Rows& p : pages) {
+    const int64_t m = p.keys.num_elements();
+    if (m == 0) continue;
+    const auto ints = static_cast<size_t>(m) * sizeof(int64_t);
+    const auto floats = static_cast<size_t>(m * dim) * sizeof(float);
+    std::memcpy(out.keys.mutable_flat<int64_t>().data() + at, p.keys.flat<int64_t>().data(), ints);
+    std::memcpy(out.last_seen.mutable_flat<int64_t>().data() + at,
+                p.last_seen.flat<int64_t>().data(), ints);
+    std::memcpy(out.values.mutable_flat<float>().data() + at * dim, p.values.flat<float>().data(),
+                floats);
+    for (size_t s = 0; s < out.slots.size(); ++s) {
+      std::memcpy(out.slots[s].mutable_flat<float>().data() + at * dim,
+                  p.slots[s].flat<float>().data(), floats);
+    }
+    at += m;
+  }
+  return out;
 }
 
 std::vector<DynamicTable::Rows> reshard_table_rows(const std::vector<DynamicTable::Rows>& saved,

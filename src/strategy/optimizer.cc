@@ -49,6 +49,7 @@ struct OptimizerAccess {
   static absl::Status apply(const Optimizer& optimizer,
                             const std::vector<GradientAndVariable>& grads_and_vars,
                             bool count_step);
+  static absl::StatusOr<double> current_learning_rate(const Optimizer& optimizer);
 };
 
 Optimizer bind_update_keys(const Optimizer& optimizer, std::shared_ptr<UpdateKeys> keys) {
@@ -214,11 +215,29 @@ absl::Status apply_gradients_part(const Optimizer& optimizer,
   return OptimizerAccess::apply(optimizer, bound, false);
 }
 
+absl::StatusOr<double> current_learning_rate(const Optimizer& optimizer) {
+  return OptimizerAccess::current_learning_rate(optimizer);
+}
+
 }  // namespace internal
 
 absl::Status Optimizer::apply_gradients(
     const std::vector<GradientAndVariable>& grads_and_vars) const {
   return internal::OptimizerAccess::apply(*this, grads_and_vars, /*count_step=*/true);
+}
+
+absl::StatusOr<double> internal::OptimizerAccess::current_learning_rate(
+    const Optimizer& optimizer) {
+  internal::OptimizerState& s = *optimizer.state_;
+  if (!s.schedule) return s.learning_rate;
+  if (s.known_step->load() < 0) {
+    PSFLOW_ASSIGN_OR_RETURN(Tensor step, s.iterations.read_value());
+    note_step(s, step.scalar_value<int64_t>());
+  }
+  const int64_t step = s.known_step->load();
+  const double lr = s.schedule(step);
+  PSFLOW_RETURN_IF_ERROR(check_learning_rate(lr, absl::StrCat("the schedule's (step ", step, ")")));
+  return lr;
 }
 
 absl::Status internal::OptimizerAccess::apply(
@@ -238,16 +257,7 @@ absl::Status internal::OptimizerAccess::apply(
                      "]; every gradient is missing (a default-constructed Tensor)"));
   }
 
-  double lr = s.learning_rate;
-  if (s.schedule) {
-    if (s.known_step->load() < 0) {
-      PSFLOW_ASSIGN_OR_RETURN(Tensor step, s.iterations.read_value());
-      note_step(s, step.scalar_value<int64_t>());
-    }
-    lr = s.schedule(s.known_step->load());
-    PSFLOW_RETURN_IF_ERROR(
-        check_learning_rate(lr, absl::StrCat("the schedule's (step ", s.known_step->load(), ")")));
-  }
+  PSFLOW_ASSIGN_OR_RETURN(const double lr, current_learning_rate(optimizer));
 
   internal::RequestBatch batch;
   for (const GradientAndVariable& gv : grads_and_vars) {

@@ -7,6 +7,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "psflow/strategy.h"
+#include "strategy/partial_apply.h"
 #include "strategy/strategy_test_util.h"
 
 namespace psflow::internal {
@@ -147,6 +148,9 @@ TEST(StrategyOptimizerTest, ScheduleSeesTheStep) {
   EXPECT_DOUBLE_EQ(value_or_fail(v.read_value()).scalar_value<double>(),
                    10.0 - 1.0 - 0.5 - 1.0 / 3);
   EXPECT_DOUBLE_EQ(opt.learning_rate(3), 0.25);
+  // What a step's other updates (a dynamic table) use: the schedule at the
+  // step the optimizer is at.
+  EXPECT_DOUBLE_EQ(value_or_fail(internal::current_learning_rate(opt)), 0.25);
 
   // A worker rebuilding the optimizer adopts the same counter and reads it
   // once before its first step.

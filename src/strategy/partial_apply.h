@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "psflow/optimizer.h"
 
 namespace psflow::internal {
@@ -20,6 +21,12 @@ namespace psflow::internal {
 [[nodiscard]] absl::Status apply_gradients_part(
     const Optimizer& optimizer, const std::vector<GradientAndVariable>& grads_and_vars,
     bool count_step);
+
+// The learning rate apply_gradients of `optimizer` uses now: its schedule
+// at the largest `iterations` value it has seen (read from the ps when it
+// has seen none), or its constant rate. What a step's other updates (a
+// dynamic table's sparse apply) use to follow the same schedule.
+[[nodiscard]] absl::StatusOr<double> current_learning_rate(const Optimizer& optimizer);
 
 }  // namespace psflow::internal
 

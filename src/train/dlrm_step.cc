@@ -10,6 +10,7 @@
 #include "psflow/dynamic_embedding.h"
 #include "psflow/optimizer.h"
 #include "psflow/status_macros.h"
+#include "strategy/partial_apply.h"
 #include "train/closure_args.h"
 #include "train/dlrm_data.h"
 
@@ -58,9 +59,11 @@ absl::StatusOr<StepLoss> dlrm_step(const DlrmStepConfig& config, const StepState
   PSFLOW_RETURN_IF_ERROR(pulled.status());
   const DlrmBatch b{batch[0].tensor(), unique.index, *std::move(pulled), batch[2].tensor()};
   PSFLOW_ASSIGN_OR_RETURN(DlrmGradients g, dlrm_forward_backward(config.model, *params, b));
-  std::future<absl::Status> sparse = std::async(std::launch::async, [&] {
-    return table.apply_gradients(unique.values, g.rows, config.learning_rate);
-  });
+  // The table follows the dense variables' schedule (--lr-schedule): the
+  // rate of the step the optimizer is at.
+  PSFLOW_ASSIGN_OR_RETURN(const double table_lr, current_learning_rate(*state.optimizer));
+  std::future<absl::Status> sparse = std::async(
+      std::launch::async, [&] { return table.apply_gradients(unique.values, g.rows, table_lr); });
   std::vector<GradientAndVariable> grads;
   grads.reserve(state.variables.size());
   for (size_t i = 0; i < state.variables.size(); ++i) {

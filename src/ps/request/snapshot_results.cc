@@ -64,11 +64,12 @@ size_t op_result_count(const VariableOpArgs& op, const std::vector<Tensor>& resu
     case v1::VariableOp::DE_LOOKUP:
     case v1::VariableOp::DE_STATS: return 1;
     case v1::VariableOp::DE_EXPORT: {
-      // int64 [3] (clock, applies, k), keys, last seen, values, k slots.
+      // int64 [5] (clock, applies, k, total, next cursor), keys, last
+      // seen, values, k slots.
       const size_t left = first < results.size() ? results.size() - first : 0;
       if (left < 4) return left;
       const Tensor& head = results[first];
-      if (head.dtype() != DType::kInt64 || head.num_elements() != 3) return left;
+      if (head.dtype() != DType::kInt64 || head.num_elements() != 5) return left;
       const int64_t k = head.flat<int64_t>()[2];
       if (k < 0 || static_cast<size_t>(k) > left - 4) return left;
       return 4 + static_cast<size_t>(k);

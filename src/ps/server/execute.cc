@@ -34,8 +34,9 @@ struct PreparedOp {
   // DE_LOOKUP, DE_APPLY, DE_STATS: the table; DE_CREATE: its options.
   std::shared_ptr<DynamicTable> table;
   std::optional<DynamicEmbeddingOptions> table_options;
-  // DE_IMPORT: the rows, checked by prepare().
+  // DE_IMPORT: the rows, checked by prepare(), and for a page its place.
   std::optional<DynamicTable::Rows> import;
+  std::optional<ImportPagePosition> import_page;
 };
 
 bool is_table_op(Op::Kind kind) {
@@ -44,26 +45,46 @@ bool is_table_op(Op::Kind kind) {
 }
 
 // DE_EXPORT's answer (proto/psflow/v1/variable.proto).
-void append_table_rows(DynamicTable::Rows rows, std::vector<Tensor>* results) {
+void append_table_rows(DynamicTable::Rows rows, int64_t total, int64_t next_cursor,
+                       std::vector<Tensor>* results) {
   const std::vector<int64_t> head = {rows.clock, rows.applies,
-                                     static_cast<int64_t>(rows.slots.size())};
-  results->push_back(Tensor::from_vector(head, {3}));
+                                     static_cast<int64_t>(rows.slots.size()), total, next_cursor};
+  results->push_back(Tensor::from_vector(head, {5}));
   results->push_back(std::move(rows.keys));
   results->push_back(std::move(rows.last_seen));
   results->push_back(std::move(rows.values));
   for (Tensor& slot : rows.slots) results->push_back(std::move(slot));
 }
 
-// The last-seen steps' entry among DE_IMPORT's slots.
+// The last-seen steps' entry among DE_IMPORT's slots, and a page's place.
 constexpr std::string_view kLastSeenSlot = "last_seen";
+constexpr std::string_view kPageSlot = "page";
+
+// DE_IMPORT's "page" slot, when present (then its last): int64 [2]
+// (offset, total).
+absl::StatusOr<std::optional<ImportPagePosition>> import_page_of(const VariableOpArgs& op) {
+  if (op.slot_names.empty() || op.slot_names.back() != kPageSlot ||
+      op.slots.size() != op.slot_names.size()) {
+    return std::nullopt;
+  }
+  const Tensor& t = op.slots.back();
+  if (!t.valid() || t.dtype() != DType::kInt64 || t.num_elements() != 2) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("DE_IMPORT's 'page' must be int64 [2] (offset, total rows), not ",
+                     t.valid() ? t.debug_string(0) : std::string("absent")));
+  }
+  return ImportPagePosition{t.flat<int64_t>()[0], t.flat<int64_t>()[1]};
+}
 
 // DE_IMPORT's fields as a shard's rows: the optimizer's slots by name, then
-// "last_seen".
+// "last_seen" (then "page", read by import_page_of).
 absl::StatusOr<DynamicTable::Rows> import_rows_of(const VariableOpArgs& op,
-                                                  const DynamicEmbeddingOptions& options) {
+                                                  const DynamicEmbeddingOptions& options,
+                                                  bool paged) {
   const std::vector<std::string_view> names = optimizer_slot_names(options.optimizer.kind);
-  if (op.slot_names.size() != op.slots.size() || op.slot_names.size() != names.size() + 1 ||
-      op.slot_names.back() != kLastSeenSlot ||
+  const size_t extra = paged ? 1 : 0;
+  if (op.slot_names.size() != op.slots.size() || op.slot_names.size() != names.size() + 1 + extra ||
+      op.slot_names[names.size()] != kLastSeenSlot ||
       !std::equal(names.begin(), names.end(), op.slot_names.begin())) {
     std::string want;
     for (std::string_view n : names) absl::StrAppend(&want, "'", av(n), "', ");
@@ -76,8 +97,8 @@ absl::StatusOr<DynamicTable::Rows> import_rows_of(const VariableOpArgs& op,
   DynamicTable::Rows rows;
   rows.keys = op.ids;
   rows.values = op.value;
-  rows.slots.assign(op.slots.begin(), op.slots.end() - 1);
-  rows.last_seen = op.slots.back();
+  rows.slots.assign(op.slots.begin(), op.slots.begin() + static_cast<ptrdiff_t>(names.size()));
+  rows.last_seen = op.slots[names.size()];
   rows.clock = op.step;
   rows.applies = op.optimizer_steps;
   PSFLOW_RETURN_IF_ERROR(DynamicTable::validate_import(options, rows));
@@ -91,12 +112,25 @@ absl::Status prepare_table_op(VariableStore& store, VariableOpArgs& op, Prepared
     PSFLOW_RETURN_IF_ERROR(store.check_create_table(op.variable, options));
     out->table_options = options;
     if (op.kind == Op::DE_IMPORT) {
-      PSFLOW_ASSIGN_OR_RETURN(out->import, import_rows_of(op, options));
+      PSFLOW_ASSIGN_OR_RETURN(out->import_page, import_page_of(op));
+      PSFLOW_ASSIGN_OR_RETURN(out->import,
+                              import_rows_of(op, options, out->import_page.has_value()));
+      if (out->import_page.has_value()) {
+        PSFLOW_RETURN_IF_ERROR(
+            store.staged_imports()
+                .check(op.variable, op.table, *out->import_page, out->import->keys.num_elements())
+                .status());
+      }
     }
     return absl::OkStatus();
   }
   PSFLOW_ASSIGN_OR_RETURN(out->table, store.find_table(op.variable));
   switch (op.kind) {
+    case Op::DE_EXPORT:
+      // step = the cursor, optimizer_steps = the page's row limit (0: the
+      // whole shard in one answer).
+      if (op.optimizer_steps == 0 && op.step == 0) return absl::OkStatus();
+      return DynamicTable::validate_export_page(op.step, op.optimizer_steps);
     case Op::DE_LOOKUP: return out->table->validate_lookup(op.ids);
     case Op::DE_APPLY:
       return out->table->validate_apply(*out->optimizer, op.learning_rate, op.ids, op.value);
@@ -233,15 +267,39 @@ absl::Status run(VariableStore& store, PreparedOp& prepared, bool replay,
   switch (op.kind) {
     case Op::DE_CREATE: return store.create_table(op.variable, *prepared.table_options).status();
     case Op::DE_IMPORT: {
+      std::vector<DynamicTable::Rows> pages;
+      if (prepared.import_page.has_value()) {
+        StagedTableImports& staged = store.staged_imports();
+        PSFLOW_ASSIGN_OR_RETURN(std::optional<std::vector<DynamicTable::Rows>> complete,
+                                staged.stage(op.variable, op.table, *prepared.import_page,
+                                             *std::move(prepared.import)));
+        if (!complete.has_value()) return absl::OkStatus();
+        pages = *std::move(complete);
+        if (absl::Status s = DynamicTable::validate_import_pages(*prepared.table_options, pages);
+            !s.ok()) {
+          staged.forget(op.variable);
+          return s;
+        }
+      } else {
+        pages.push_back(*std::move(prepared.import));
+      }
       PSFLOW_RETURN_IF_ERROR(store.create_table(op.variable, *prepared.table_options).status());
       PSFLOW_ASSIGN_OR_RETURN(std::shared_ptr<DynamicTable> table, store.find_table(op.variable));
-      table->import_rows(*prepared.import);
+      table->import_pages(pages);
       return absl::OkStatus();
     }
     case Op::DE_EXPORT: {
-      PSFLOW_ASSIGN_OR_RETURN(DynamicTable::Rows rows,
-                              prepared.table->export_rows(kMaxExportBytes));
-      append_table_rows(std::move(rows), results);
+      if (op.optimizer_steps == 0) {
+        PSFLOW_ASSIGN_OR_RETURN(DynamicTable::Rows rows,
+                                prepared.table->export_rows(kMaxExportBytes));
+        const int64_t n = rows.keys.num_elements();
+        append_table_rows(std::move(rows), n, 0, results);
+        return absl::OkStatus();
+      }
+      PSFLOW_ASSIGN_OR_RETURN(
+          DynamicTable::ExportPage page,
+          prepared.table->export_page(op.step, op.optimizer_steps, kMaxExportBytes));
+      append_table_rows(std::move(page.rows), page.total, page.next_cursor, results);
       return absl::OkStatus();
     }
     case Op::DE_LOOKUP:

@@ -97,8 +97,10 @@ Estimate estimate(const ExecuteBatch& batch, const VariableStore& store) {
         const DynamicTable& t = **table;
         const size_t row_bytes =
             16 + static_cast<size_t>(t.options().dim * (1 + t.num_slots())) * sizeof(float);
-        const size_t bytes =
-            saturating_mul(static_cast<size_t>(std::max<int64_t>(t.stats().rows, 0)), row_bytes);
+        // A page holds at most its limit (optimizer_steps) of rows.
+        int64_t rows = std::max<int64_t>(t.stats().rows, 0);
+        if (op.optimizer_steps > 0) rows = std::min(rows, op.optimizer_steps);
+        const size_t bytes = saturating_mul(static_cast<size_t>(rows), row_bytes);
         e.work_bytes = saturating_add(e.work_bytes, bytes);
         e.response_bytes = saturating_add(e.response_bytes, saturating_add(bytes, kFramingBytes));
         break;

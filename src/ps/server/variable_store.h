@@ -14,6 +14,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "embedding/dynamic_table.h"
+#include "embedding/staged_table_import.h"
 #include "ps/request/update_key.h"
 #include "ps/server/variable_shard.h"
 #include "psflow/server.h"
@@ -90,6 +91,8 @@ class VariableStore {
   // NOT_FOUND naming the table and how many this ps holds.
   [[nodiscard]] absl::StatusOr<std::shared_ptr<DynamicTable>> find_table(
       std::string_view name) const ABSL_LOCKS_EXCLUDED(tables_mu_);
+  // Pages of paged DE_IMPORTs not yet complete.
+  [[nodiscard]] StagedTableImports& staged_imports() { return staged_imports_; }
 
  private:
   const NonFinitePolicy non_finite_updates_;
@@ -105,6 +108,7 @@ class VariableStore {
   mutable absl::Mutex tables_mu_;
   absl::flat_hash_map<std::string, std::shared_ptr<DynamicTable>> tables_
       ABSL_GUARDED_BY(tables_mu_);
+  StagedTableImports staged_imports_;  // thread-safe itself
 };
 
 }  // namespace psflow::internal
