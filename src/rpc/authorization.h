@@ -41,6 +41,7 @@ enum class Method {
   // psflow.v1.ExecutorService (worker tasks).
   kWorkerGetStatus,
   kWorkerRunFunction,
+  kWorkerRunFunctions,
   kWorkerCancelFunction,
   kWorkerCreateValue,
   kWorkerCreateCall,

@@ -46,6 +46,7 @@ const std::map<Method, std::vector<std::string>>& expected_methods() {
       {Method::kPsListVariables, {"chief"}},
       {Method::kWorkerGetStatus, {"*"}},
       {Method::kWorkerRunFunction, {"chief"}},
+      {Method::kWorkerRunFunctions, {"chief"}},
       {Method::kWorkerCancelFunction, {"chief"}},
       {Method::kWorkerCreateValue, {"chief"}},
       {Method::kWorkerCreateCall, {"chief"}},

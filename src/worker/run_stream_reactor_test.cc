@@ -1,0 +1,219 @@
+// ExecutorService.RunFunctions (the coordinator's closure stream) against a
+// hostile or broken client: every run is checked as a unary RunFunction
+// is, a bad message ends only its own stream, and the worker keeps serving.
+#include <grpcpp/generic/generic_stub.h>
+#include <grpcpp/security/server_credentials.h>
+#include <grpcpp/server.h>
+#include <grpcpp/server_builder.h>
+
+#include <memory>
+#include <set>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "psflow/function_registry.h"
+#include "psflow/v1/task.grpc.pb.h"
+#include "rpc/channel.h"
+#include "rpc/task_status.h"
+#include "tensor/codec.h"
+#include "worker/executor_service.h"
+
+namespace psflow::internal {
+namespace {
+
+using ::testing::HasSubstr;
+
+class RunStreamReactorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(registry_
+                    .register_function("test/echo",
+                                       [](WorkerContext&, const Structure& args)
+                                           -> absl::StatusOr<Structure> { return args; })
+                    .ok());
+    ExecutorServiceOptions options;
+    options.registry = &registry_;
+    service_ = std::make_unique<ExecutorServiceImpl>(&status_, options);
+    grpc::ServerBuilder builder;
+    int port = 0;
+    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+    builder.RegisterService(service_.get());
+    server_ = builder.BuildAndStart();
+    ASSERT_NE(server_, nullptr);
+    target_ = absl::StrCat("127.0.0.1:", port);
+    channel_ = create_channel(target_);
+    stub_ = v1::ExecutorService::NewStub(channel_);
+  }
+
+  void TearDown() override {
+    if (server_ != nullptr) server_->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(5)));
+    service_.reset();
+  }
+
+  static v1::RunFunctionRequest echo(uint64_t closure_id, int64_t value) {
+    v1::RunFunctionRequest run;
+    run.set_closure_id(closure_id);
+    run.set_function_name("test/echo");
+    structure_to_proto(Structure::tuple({Structure(value)}), run.mutable_args());
+    return run;
+  }
+
+  // Sends `request` on a new stream, closes the writing side and reads
+  // every answer until the stream ends; returns its status.
+  grpc::Status exchange(const v1::RunFunctionsRequest& request,
+                        std::vector<v1::RunFunctionResult>* results) {
+    grpc::ClientContext context;
+    context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(30)));
+    auto stream = stub_->RunFunctions(&context);
+    stream->Write(request);
+    stream->WritesDone();
+    v1::RunFunctionsResponse response;
+    // Bounded: the worker answers each run once, then ends the stream.
+    for (int i = 0; i < 10000 && stream->Read(&response); ++i) {
+      for (const v1::RunFunctionResult& result : response.results()) results->push_back(result);
+    }
+    return stream->Finish();
+  }
+
+  // The worker still runs closures (on a fresh stream).
+  void expect_serving() {
+    v1::RunFunctionsRequest request;
+    *request.add_runs() = echo(77, 7);
+    std::vector<v1::RunFunctionResult> results;
+    ASSERT_TRUE(exchange(request, &results).ok());
+    ASSERT_EQ(results.size(), 1u);
+    EXPECT_EQ(results[0].closure_id(), 77u);
+    EXPECT_EQ(results[0].response().code(), 0);
+  }
+
+  FunctionRegistry registry_;
+  TaskStatus status_{"worker", 0};
+  std::unique_ptr<ExecutorServiceImpl> service_;
+  std::unique_ptr<grpc::Server> server_;
+  std::string target_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::ExecutorService::Stub> stub_;
+};
+
+TEST_F(RunStreamReactorTest, AnswersEveryRunOfABatchByClosureId) {
+  v1::RunFunctionsRequest request;
+  for (uint64_t id = 1; id <= 5; ++id) *request.add_runs() = echo(id, static_cast<int64_t>(id) * 10);
+  std::vector<v1::RunFunctionResult> results;
+  ASSERT_TRUE(exchange(request, &results).ok());
+  ASSERT_EQ(results.size(), 5u);
+  std::set<uint64_t> seen;
+  for (v1::RunFunctionResult& result : results) {
+    EXPECT_EQ(result.status_code(), 0);
+    ASSERT_EQ(result.response().code(), 0) << result.response().message();
+    absl::StatusOr<Structure> output = structure_from_proto(result.mutable_response()->mutable_output());
+    ASSERT_TRUE(output.ok()) << output.status();
+    absl::StatusOr<Structure> item = output->at(0);
+    ASSERT_TRUE(item.ok());
+    EXPECT_EQ(item->scalar<int64_t>(), static_cast<int64_t>(result.closure_id()) * 10);
+    seen.insert(result.closure_id());
+  }
+  EXPECT_EQ(seen.size(), 5u);
+}
+
+TEST_F(RunStreamReactorTest, UnknownFunctionAndMalformedArgsFailOnlyTheirRun) {
+  v1::RunFunctionsRequest request;
+  *request.add_runs() = echo(1, 1);
+  v1::RunFunctionRequest* unknown = request.add_runs();
+  unknown->set_closure_id(2);
+  unknown->set_function_name("test/no_such_function");
+  v1::RunFunctionRequest* malformed = request.add_runs();
+  *malformed = echo(3, 3);
+  // A tensor whose payload does not match its shape.
+  v1::StructureProto* leaf = malformed->mutable_args();
+  leaf->Clear();
+  leaf->mutable_tensor()->set_dtype(v1::DT_FLOAT);
+  leaf->mutable_tensor()->add_shape(1000);
+  leaf->mutable_tensor()->set_content("abc");
+  v1::RunFunctionRequest* unnamed = request.add_runs();
+  unnamed->set_closure_id(4);
+  std::vector<v1::RunFunctionResult> results;
+  ASSERT_TRUE(exchange(request, &results).ok());
+  ASSERT_EQ(results.size(), 4u);
+  for (const v1::RunFunctionResult& result : results) {
+    switch (result.closure_id()) {
+      case 1:
+        EXPECT_EQ(result.status_code(), 0);
+        EXPECT_EQ(result.response().code(), 0);
+        break;
+      case 2:
+        EXPECT_EQ(result.status_code(), 0);
+        EXPECT_EQ(result.response().code(), static_cast<int>(absl::StatusCode::kNotFound));
+        EXPECT_THAT(result.response().message(), HasSubstr("test/no_such_function"));
+        break;
+      case 3:
+        EXPECT_EQ(result.status_code(), grpc::StatusCode::INVALID_ARGUMENT);
+        EXPECT_THAT(result.status_message(), HasSubstr("malformed args"));
+        break;
+      case 4:
+        EXPECT_EQ(result.status_code(), grpc::StatusCode::INVALID_ARGUMENT);
+        EXPECT_THAT(result.status_message(), HasSubstr("function_name"));
+        break;
+      default:
+        ADD_FAILURE() << "an answer for closure " << result.closure_id();
+    }
+  }
+  expect_serving();
+}
+
+TEST_F(RunStreamReactorTest, OversizedBatchEndsTheStreamAndTheWorkerServesOn) {
+  v1::RunFunctionsRequest request;
+  for (uint64_t id = 1; id <= 1025; ++id) *request.add_runs() = echo(id, 0);
+  std::vector<v1::RunFunctionResult> results;
+  const grpc::Status status = exchange(request, &results);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(status.error_message(), HasSubstr("1025 runs"));
+  EXPECT_TRUE(results.empty());
+  expect_serving();
+}
+
+TEST_F(RunStreamReactorTest, ClosureIdInFlightTwiceEndsTheStream) {
+  v1::RunFunctionsRequest request;
+  *request.add_runs() = echo(9, 1);
+  *request.add_runs() = echo(9, 2);
+  std::vector<v1::RunFunctionResult> results;
+  const grpc::Status status = exchange(request, &results);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(status.error_message(), HasSubstr("closure 9"));
+  expect_serving();
+}
+
+TEST_F(RunStreamReactorTest, GarbageMessageEndsTheStreamAndTheWorkerServesOn) {
+  grpc::GenericStub generic(channel_);
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(30)));
+  grpc::CompletionQueue cq;
+  // Not a RunFunctionsRequest: field 1 (runs) as a varint.
+  const std::string garbage = "\x08\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01";
+  grpc::Slice slice(garbage);
+  grpc::ByteBuffer buffer(&slice, 1);
+  std::unique_ptr<grpc::GenericClientAsyncReaderWriter> call =
+      generic.PrepareCall(&context, "/psflow.v1.ExecutorService/RunFunctions", &cq);
+  void* tag = nullptr;
+  bool ok = false;
+  call->StartCall(reinterpret_cast<void*>(1));
+  ASSERT_TRUE(cq.Next(&tag, &ok));
+  call->Write(buffer, reinterpret_cast<void*>(2));
+  ASSERT_TRUE(cq.Next(&tag, &ok));
+  call->WritesDone(reinterpret_cast<void*>(3));
+  ASSERT_TRUE(cq.Next(&tag, &ok));
+  grpc::Status status;
+  call->Finish(&status, reinterpret_cast<void*>(4));
+  // Bounded: at most the four operations above complete.
+  for (int i = 0; i < 4 && tag != reinterpret_cast<void*>(4); ++i) ASSERT_TRUE(cq.Next(&tag, &ok));
+  EXPECT_FALSE(status.ok());
+  cq.Shutdown();
+  while (cq.Next(&tag, &ok)) {
+  }
+  expect_serving();
+}
+
+}  // namespace
+}  // namespace psflow::internal
