@@ -118,7 +118,7 @@ class ExecutorServiceImpl final
                                                   v1::ExecutorService::
                                                       WithRawCallbackMethod_DisposePerWorker<
                                                           v1::ExecutorService::
-                                                              WithCallbackMethod_RunFunctions<
+                                                              WithRawCallbackMethod_RunFunctions<
                                                                   v1::ExecutorService::
                                                                       Service>>>>>>>>>>>> {
  public:
@@ -134,7 +134,7 @@ class ExecutorServiceImpl final
                                         grpc::ByteBuffer* response) override
       ABSL_LOCKS_EXCLUDED(mu_);
   // The coordinator's closure stream (run_stream_reactor.cc).
-  grpc::ServerBidiReactor<v1::RunFunctionsRequest, v1::RunFunctionsResponse>* RunFunctions(
+  grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* RunFunctions(
       grpc::CallbackServerContext* context) override;
 
   // How RunFunction, and each run of RunFunctions, ends: the RPC status

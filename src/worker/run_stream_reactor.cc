@@ -2,6 +2,10 @@
 // Each run is validated and started exactly as a unary RunFunction
 // (ExecutorServiceImpl::start_run); answers are written as their closures
 // finish, all that are waiting in one message.
+#include <grpcpp/impl/codegen/proto_utils.h>
+#include <grpcpp/support/proto_buffer_reader.h>
+#include <grpcpp/support/proto_buffer_writer.h>
+
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -19,8 +23,11 @@
 namespace psflow::internal {
 namespace {
 
-using Request = v1::RunFunctionsRequest;
-using Response = v1::RunFunctionsResponse;
+// Raw messages, parsed here: a message that does not parse then ends the
+// stream INVALID_ARGUMENT (gRPC's typed reader would take it for the end of
+// the client's writes).
+using Request = grpc::ByteBuffer;
+using Response = grpc::ByteBuffer;
 
 // More runs in one message is a broken or hostile client.
 constexpr int kMaxRunsPerMessage = 1024;
@@ -41,7 +48,7 @@ class RunStreamReactor final : public grpc::ServerBidiReactor<Request, Response>
  public:
   RunStreamReactor(ExecutorServiceImpl* service, const TaskStatus* status, PeerIdentity caller)
       : service_(service), status_(status), caller_(std::move(caller)) {
-    StartRead(&in_);
+    StartRead(&raw_in_);
   }
 
   void OnReadDone(bool ok) override {
@@ -55,6 +62,15 @@ class RunStreamReactor final : public grpc::ServerBidiReactor<Request, Response>
       apply(actions);
       return;
     }
+    in_.Clear();
+    grpc::ProtoBufferReader reader(&raw_in_);
+    if (!reader.status().ok() || !in_.ParseFromZeroCopyStream(&reader)) {
+      fail(absl::InvalidArgumentError(
+          "RunFunctions: malformed psflow.v1.RunFunctionsRequest: the bytes are not a valid "
+          "protobuf encoding of it (truncated, corrupt, or a string field that is not UTF-8)"));
+      return;
+    }
+    raw_in_.Clear();
     if (in_.runs_size() > kMaxRunsPerMessage) {
       fail(absl::InvalidArgumentError(
           absl::StrCat("RunFunctions: a message carries ", in_.runs_size(),
@@ -82,7 +98,7 @@ class RunStreamReactor final : public grpc::ServerBidiReactor<Request, Response>
                           [this, run](const grpc::Status& status) { answer(*run, status); });
     }
     in_.Clear();
-    StartRead(&in_);
+    StartRead(&raw_in_);
   }
 
   void OnWriteDone(bool ok) override {
@@ -178,6 +194,19 @@ class RunStreamReactor final : public grpc::ServerBidiReactor<Request, Response>
         ++taken;
       }
       answers_.erase(answers_.begin(), answers_.begin() + static_cast<std::ptrdiff_t>(taken));
+      raw_out_.Clear();
+      bool own_buffer = false;
+      if (grpc::Status serialized = grpc::GenericSerialize<grpc::ProtoBufferWriter, v1::RunFunctionsResponse>(
+              out_, &raw_out_, &own_buffer);
+          !serialized.ok()) {
+        // Only answers past 2 GiB (protobuf's limit) fail to encode.
+        finished_ = true;
+        actions.finish = grpc::Status(
+            grpc::StatusCode::RESOURCE_EXHAUSTED,
+            absl::StrCat("RunFunctions: answers could not be encoded (over 2 GiB?): ",
+                         serialized.error_message()));
+        return actions;
+      }
       writing_ = true;
       actions.write = true;
       return actions;
@@ -194,7 +223,7 @@ class RunStreamReactor final : public grpc::ServerBidiReactor<Request, Response>
   }
 
   void apply(const Actions& actions) {
-    if (actions.write) StartWrite(&out_);
+    if (actions.write) StartWrite(&raw_out_);
     if (actions.finish.has_value()) Finish(*actions.finish);
     if (actions.destroy) delete this;
   }
@@ -203,15 +232,17 @@ class RunStreamReactor final : public grpc::ServerBidiReactor<Request, Response>
   const TaskStatus* const status_;
   const PeerIdentity caller_;
   // Touched by the read callbacks only (one read at a time).
-  Request in_;
+  grpc::ByteBuffer raw_in_;
+  v1::RunFunctionsRequest in_;
 
   absl::Mutex mu_;
   // Closures of this stream whose answers are not queued yet.
   absl::flat_hash_set<uint64_t> in_flight_ ABSL_GUARDED_BY(mu_);
   std::vector<v1::RunFunctionResult> answers_ ABSL_GUARDED_BY(mu_);
   // The message being written: filled under mu_ while no write is in
-  // flight, then gRPC's until OnWriteDone.
-  Response out_;
+  // flight, then (raw_out_) gRPC's until OnWriteDone.
+  v1::RunFunctionsResponse out_;
+  grpc::ByteBuffer raw_out_;
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
   bool reads_done_ ABSL_GUARDED_BY(mu_) = false;
   bool broken_ ABSL_GUARDED_BY(mu_) = false;
@@ -222,8 +253,7 @@ class RunStreamReactor final : public grpc::ServerBidiReactor<Request, Response>
 
 }  // namespace
 
-grpc::ServerBidiReactor<v1::RunFunctionsRequest, v1::RunFunctionsResponse>*
-ExecutorServiceImpl::RunFunctions(grpc::CallbackServerContext* context) {
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* ExecutorServiceImpl::RunFunctions(grpc::CallbackServerContext* context) {
   absl::StatusOr<PeerIdentity> caller = authorize_call(*context, Method::kWorkerRunFunctions);
   if (!caller.ok()) {
     status_->note_error("RunFunctions", caller.status());

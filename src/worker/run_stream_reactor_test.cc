@@ -11,6 +11,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -34,6 +35,14 @@ class RunStreamReactorTest : public ::testing::Test {
                                        [](WorkerContext&, const Structure& args)
                                            -> absl::StatusOr<Structure> { return args; })
                     .ok());
+    ASSERT_TRUE(registry_
+                    .register_function("test/wait",
+                                       [this](WorkerContext&, const Structure& args)
+                                           -> absl::StatusOr<Structure> {
+                                         release_.WaitForNotification();
+                                         return args;
+                                       })
+                    .ok());
     ExecutorServiceOptions options;
     options.registry = &registry_;
     service_ = std::make_unique<ExecutorServiceImpl>(&status_, options);
@@ -49,6 +58,7 @@ class RunStreamReactorTest : public ::testing::Test {
   }
 
   void TearDown() override {
+    if (!release_.HasBeenNotified()) release_.Notify();
     if (server_ != nullptr) server_->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(5)));
     service_.reset();
   }
@@ -89,6 +99,8 @@ class RunStreamReactorTest : public ::testing::Test {
     EXPECT_EQ(results[0].response().code(), 0);
   }
 
+  // Releases the runs of test/wait.
+  absl::Notification release_;
   FunctionRegistry registry_;
   TaskStatus status_{"worker", 0};
   std::unique_ptr<ExecutorServiceImpl> service_;
@@ -110,9 +122,7 @@ TEST_F(RunStreamReactorTest, AnswersEveryRunOfABatchByClosureId) {
     ASSERT_EQ(result.response().code(), 0) << result.response().message();
     absl::StatusOr<Structure> output = structure_from_proto(result.mutable_response()->mutable_output());
     ASSERT_TRUE(output.ok()) << output.status();
-    absl::StatusOr<Structure> item = output->at(0);
-    ASSERT_TRUE(item.ok());
-    EXPECT_EQ(item->scalar<int64_t>(), static_cast<int64_t>(result.closure_id()) * 10);
+    EXPECT_EQ(*output, Structure::tuple({Structure(static_cast<int64_t>(result.closure_id()) * 10)}));
     seen.insert(result.closure_id());
   }
   EXPECT_EQ(seen.size(), 5u);
@@ -176,12 +186,15 @@ TEST_F(RunStreamReactorTest, OversizedBatchEndsTheStreamAndTheWorkerServesOn) {
 
 TEST_F(RunStreamReactorTest, ClosureIdInFlightTwiceEndsTheStream) {
   v1::RunFunctionsRequest request;
+  // The first run of closure 9 waits, so it is surely in flight.
   *request.add_runs() = echo(9, 1);
+  request.mutable_runs(0)->set_function_name("test/wait");
   *request.add_runs() = echo(9, 2);
   std::vector<v1::RunFunctionResult> results;
   const grpc::Status status = exchange(request, &results);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_THAT(status.error_message(), HasSubstr("closure 9"));
+  release_.Notify();
   expect_serving();
 }
 
@@ -190,8 +203,8 @@ TEST_F(RunStreamReactorTest, GarbageMessageEndsTheStreamAndTheWorkerServesOn) {
   grpc::ClientContext context;
   context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(30)));
   grpc::CompletionQueue cq;
-  // Not a RunFunctionsRequest: field 1 (runs) as a varint.
-  const std::string garbage = "\x08\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01";
+  // Not a RunFunctionsRequest: field 1 (runs) claims 127 bytes, 3 follow.
+  const std::string garbage = "\x0a\x7f" "abc";
   grpc::Slice slice(garbage);
   grpc::ByteBuffer buffer(&slice, 1);
   std::unique_ptr<grpc::GenericClientAsyncReaderWriter> call =
@@ -208,7 +221,8 @@ TEST_F(RunStreamReactorTest, GarbageMessageEndsTheStreamAndTheWorkerServesOn) {
   call->Finish(&status, reinterpret_cast<void*>(4));
   // Bounded: at most the four operations above complete.
   for (int i = 0; i < 4 && tag != reinterpret_cast<void*>(4); ++i) ASSERT_TRUE(cq.Next(&tag, &ok));
-  EXPECT_FALSE(status.ok());
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(status.error_message(), HasSubstr("malformed psflow.v1.RunFunctionsRequest"));
   cq.Shutdown();
   while (cq.Next(&tag, &ok)) {
   }
