@@ -436,9 +436,7 @@ class ExecutorConnection : public std::enable_shared_from_this<ExecutorConnectio
     v1::CancelFunctionResponse response;
   };
 
-  bool no_calls_locked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(calls_mu_) {
-    return cancels_.empty();
-  }
+  bool no_calls_locked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(calls_mu_) { return cancels_.empty(); }
 
   absl::Status malformed_result(std::string_view function_name, absl::string_view what) const {
     return annotate_with_task(

@@ -217,19 +217,17 @@ void RunStream::run_async(v1::RunFunctionRequest request, RunDone done) {
     const Call::Sent sent = call->send(request, done);
     if (fresh) call->start(stub_);
     switch (sent) {
-      case Call::Sent::kSent:
-        return;
+      case Call::Sent::kSent: return;
       case Call::Sent::kDuplicate: {
         v1::RunFunctionResponse none;
-        std::move(done)(annotate_with_task(absl::FailedPreconditionError(absl::StrCat(
-                                               "closure ", request.closure_id(),
-                                               " is already running on this worker")),
+        std::move(done)(annotate_with_task(absl::FailedPreconditionError(
+                                               absl::StrCat("closure ", request.closure_id(),
+                                                            " is already running on this worker")),
                                            task_name_, target_),
                         none);
         return;
       }
-      case Call::Sent::kBroken:
-        break;
+      case Call::Sent::kBroken: break;
     }
   }
   bool shut_down;

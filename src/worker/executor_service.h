@@ -16,8 +16,8 @@
 #include <utility>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/functional/any_invocable.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/functional/any_invocable.h"
 #include "absl/synchronization/mutex.h"
 #include "base/thread_pool.h"
 #include "psflow/function_registry.h"

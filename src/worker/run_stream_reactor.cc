@@ -73,8 +73,8 @@ class RunStreamReactor final : public grpc::ServerBidiReactor<Request, Response>
     raw_in_.Clear();
     if (in_.runs_size() > kMaxRunsPerMessage) {
       fail(absl::InvalidArgumentError(
-          absl::StrCat("RunFunctions: a message carries ", in_.runs_size(),
-                       " runs; at most ", kMaxRunsPerMessage, " are allowed per message")));
+          absl::StrCat("RunFunctions: a message carries ", in_.runs_size(), " runs; at most ",
+                       kMaxRunsPerMessage, " are allowed per message")));
       return;
     }
     for (v1::RunFunctionRequest& run_request : *in_.mutable_runs()) {
@@ -196,15 +196,16 @@ class RunStreamReactor final : public grpc::ServerBidiReactor<Request, Response>
       answers_.erase(answers_.begin(), answers_.begin() + static_cast<std::ptrdiff_t>(taken));
       raw_out_.Clear();
       bool own_buffer = false;
-      if (grpc::Status serialized = grpc::GenericSerialize<grpc::ProtoBufferWriter, v1::RunFunctionsResponse>(
-              out_, &raw_out_, &own_buffer);
+      if (grpc::Status serialized =
+              grpc::GenericSerialize<grpc::ProtoBufferWriter, v1::RunFunctionsResponse>(
+                  out_, &raw_out_, &own_buffer);
           !serialized.ok()) {
         // Only answers past 2 GiB (protobuf's limit) fail to encode.
         finished_ = true;
-        actions.finish = grpc::Status(
-            grpc::StatusCode::RESOURCE_EXHAUSTED,
-            absl::StrCat("RunFunctions: answers could not be encoded (over 2 GiB?): ",
-                         serialized.error_message()));
+        actions.finish =
+            grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                         absl::StrCat("RunFunctions: answers could not be encoded (over 2 GiB?): ",
+                                      serialized.error_message()));
         return actions;
       }
       writing_ = true;
@@ -253,7 +254,8 @@ class RunStreamReactor final : public grpc::ServerBidiReactor<Request, Response>
 
 }  // namespace
 
-grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* ExecutorServiceImpl::RunFunctions(grpc::CallbackServerContext* context) {
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* ExecutorServiceImpl::RunFunctions(
+    grpc::CallbackServerContext* context) {
   absl::StatusOr<PeerIdentity> caller = authorize_call(*context, Method::kWorkerRunFunctions);
   if (!caller.ok()) {
     status_->note_error("RunFunctions", caller.status());

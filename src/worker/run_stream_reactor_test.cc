@@ -36,12 +36,12 @@ class RunStreamReactorTest : public ::testing::Test {
                                            -> absl::StatusOr<Structure> { return args; })
                     .ok());
     ASSERT_TRUE(registry_
-                    .register_function("test/wait",
-                                       [this](WorkerContext&, const Structure& args)
-                                           -> absl::StatusOr<Structure> {
-                                         release_.WaitForNotification();
-                                         return args;
-                                       })
+                    .register_function(
+                        "test/wait",
+                        [this](WorkerContext&, const Structure& args) -> absl::StatusOr<Structure> {
+                          release_.WaitForNotification();
+                          return args;
+                        })
                     .ok());
     ExecutorServiceOptions options;
     options.registry = &registry_;
@@ -112,7 +112,8 @@ class RunStreamReactorTest : public ::testing::Test {
 
 TEST_F(RunStreamReactorTest, AnswersEveryRunOfABatchByClosureId) {
   v1::RunFunctionsRequest request;
-  for (uint64_t id = 1; id <= 5; ++id) *request.add_runs() = echo(id, static_cast<int64_t>(id) * 10);
+  for (uint64_t id = 1; id <= 5; ++id)
+    *request.add_runs() = echo(id, static_cast<int64_t>(id) * 10);
   std::vector<v1::RunFunctionResult> results;
   ASSERT_TRUE(exchange(request, &results).ok());
   ASSERT_EQ(results.size(), 5u);
@@ -120,9 +121,11 @@ TEST_F(RunStreamReactorTest, AnswersEveryRunOfABatchByClosureId) {
   for (v1::RunFunctionResult& result : results) {
     EXPECT_EQ(result.status_code(), 0);
     ASSERT_EQ(result.response().code(), 0) << result.response().message();
-    absl::StatusOr<Structure> output = structure_from_proto(result.mutable_response()->mutable_output());
+    absl::StatusOr<Structure> output =
+        structure_from_proto(result.mutable_response()->mutable_output());
     ASSERT_TRUE(output.ok()) << output.status();
-    EXPECT_EQ(*output, Structure::tuple({Structure(static_cast<int64_t>(result.closure_id()) * 10)}));
+    EXPECT_EQ(*output,
+              Structure::tuple({Structure(static_cast<int64_t>(result.closure_id()) * 10)}));
     seen.insert(result.closure_id());
   }
   EXPECT_EQ(seen.size(), 5u);
@@ -166,8 +169,7 @@ TEST_F(RunStreamReactorTest, UnknownFunctionAndMalformedArgsFailOnlyTheirRun) {
         EXPECT_EQ(result.status_code(), grpc::StatusCode::INVALID_ARGUMENT);
         EXPECT_THAT(result.status_message(), HasSubstr("function_name"));
         break;
-      default:
-        ADD_FAILURE() << "an answer for closure " << result.closure_id();
+      default: ADD_FAILURE() << "an answer for closure " << result.closure_id();
     }
   }
   expect_serving();
@@ -204,7 +206,9 @@ TEST_F(RunStreamReactorTest, GarbageMessageEndsTheStreamAndTheWorkerServesOn) {
   context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(30)));
   grpc::CompletionQueue cq;
   // Not a RunFunctionsRequest: field 1 (runs) claims 127 bytes, 3 follow.
-  const std::string garbage = "\x0a\x7f" "abc";
+  const std::string garbage =
+      "\x0a\x7f"
+      "abc";
   grpc::Slice slice(garbage);
   grpc::ByteBuffer buffer(&slice, 1);
   std::unique_ptr<grpc::GenericClientAsyncReaderWriter> call =
