@@ -11,8 +11,10 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
+#include "executor/run_stream.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "psflow/function_registry.h"
@@ -231,6 +233,55 @@ TEST_F(RunStreamReactorTest, GarbageMessageEndsTheStreamAndTheWorkerServesOn) {
   while (cq.Next(&tag, &ok)) {
   }
   expect_serving();
+}
+
+// The coordinator's side (executor/run_stream.h) against the same worker.
+TEST_F(RunStreamReactorTest, ClientStreamAnswersEveryRunWithItsOwnOutput) {
+  RunStream stream(stub_.get(), "/job:worker/replica:0/task:0", target_);
+  constexpr int kRuns = 300;
+  absl::Mutex mu;
+  int answered = 0;
+  int wrong = 0;
+  for (int i = 1; i <= kRuns; ++i) {
+    stream.run_async(echo(static_cast<uint64_t>(i), i), [&, i](const absl::Status& transport,
+                                                               v1::RunFunctionResponse& response) {
+      absl::StatusOr<Structure> output = structure_from_proto(response.mutable_output());
+      const bool right = transport.ok() && response.code() == 0 && output.ok() &&
+                         *output == Structure::tuple({Structure(static_cast<int64_t>(i))});
+      absl::MutexLock lock(&mu);
+      ++answered;
+      if (!right) ++wrong;
+    });
+  }
+  absl::MutexLock lock(&mu);
+  ASSERT_TRUE(mu.AwaitWithTimeout(absl::Condition(
+                                      +[](int* n) { return *n == kRuns; }, &answered),
+                                  absl::Seconds(60)));
+  EXPECT_EQ(wrong, 0);
+}
+
+TEST_F(RunStreamReactorTest, ClientShutdownEndsRunsInFlightAndRefusesLaterOnes) {
+  RunStream stream(stub_.get(), "/job:worker/replica:0/task:0", target_);
+  absl::Notification first_done;
+  absl::Status first;
+  v1::RunFunctionRequest waiting = echo(1, 1);
+  waiting.set_function_name("test/wait");
+  stream.run_async(std::move(waiting),
+                   [&](const absl::Status& transport, v1::RunFunctionResponse&) {
+                     first = transport;
+                     first_done.Notify();
+                   });
+  EXPECT_TRUE(stream.is_running(1));
+  stream.shutdown();
+  ASSERT_TRUE(first_done.HasBeenNotified());
+  EXPECT_FALSE(first.ok());
+  EXPECT_THAT(first.message(), HasSubstr("/job:worker/replica:0/task:0"));
+  absl::Status later;
+  stream.run_async(echo(2, 2), [&](const absl::Status& transport, v1::RunFunctionResponse&) {
+    later = transport;
+  });
+  EXPECT_TRUE(absl::IsCancelled(later)) << later;
+  EXPECT_FALSE(stream.is_running(1));
 }
 
 }  // namespace
