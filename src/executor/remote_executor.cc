@@ -21,6 +21,7 @@
 #include "base/logging.h"
 #include "base/strings.h"
 #include "executor/executor_connection.h"
+#include "executor/run_stream.h"
 #include "psflow/cluster_spec.h"
 #include "psflow/status_macros.h"
 #include "psflow/v1/task.grpc.pb.h"
@@ -96,7 +97,8 @@ class ExecutorConnection : public std::enable_shared_from_this<ExecutorConnectio
       : target_(std::move(target)),
         task_name_(std::move(task_name)),
         options_(std::move(options)),
-        stub_(v1::ExecutorService::NewStub(channel)) {
+        stub_(v1::ExecutorService::NewStub(channel)),
+        stream_(stub_.get(), task_name_, target_) {
     limits_.max_message_bytes = static_cast<size_t>(options_.max_message_bytes);
   }
 
@@ -306,27 +308,14 @@ class ExecutorConnection : public std::enable_shared_from_this<ExecutorConnectio
       std::move(done)(open, none);
       return;
     }
-    auto owned = std::make_unique<Run>();
-    Run* run = owned.get();
-    run->request = std::move(request);
-    run->done = std::move(done);
-    {
-      absl::MutexLock lock(&calls_mu_);
-      run->key = ++next_key_;
-      runs_[run->key] = std::move(owned);
-    }
-    stub_->async()->RunFunction(&run->context, &run->request, &run->response,
-                                [this, run](grpc::Status status) { finish(run, status); });
+    stream_.run_async(std::move(request), std::move(done));
   }
 
   void cancel_async(uint64_t closure_id) {
     CancelCall* cancel = nullptr;
     {
       absl::MutexLock lock(&calls_mu_);
-      const bool running = std::any_of(runs_.begin(), runs_.end(), [&](const auto& entry) {
-        return entry.second->request.closure_id() == closure_id;
-      });
-      if (!running) return;
+      if (!stream_.is_running(closure_id)) return;
       auto owned = std::make_unique<CancelCall>();
       cancel = owned.get();
       cancels_.emplace(cancel, std::move(owned));
@@ -351,8 +340,9 @@ class ExecutorConnection : public std::enable_shared_from_this<ExecutorConnectio
   }
 
   void cancel_calls_and_wait() {
+    // The stream's callbacks may send cancellations: it ends first.
+    stream_.shutdown();
     absl::MutexLock lock(&calls_mu_);
-    for (auto& [key, run] : runs_) run->context.TryCancel();
     for (auto& [raw, cancel] : cancels_) cancel->context.TryCancel();
     calls_mu_.Await(absl::Condition(this, &ExecutorConnection::no_calls_locked));
   }
@@ -440,35 +430,13 @@ class ExecutorConnection : public std::enable_shared_from_this<ExecutorConnectio
   }
 
  private:
-  struct Run {
-    uint64_t key = 0;  // Unique per connection: a closure may be retried here.
-    grpc::ClientContext context;
-    v1::RunFunctionRequest request;
-    v1::RunFunctionResponse response;
-    RunDone done;
-  };
   struct CancelCall {
     grpc::ClientContext context;
     v1::CancelFunctionRequest request;
     v1::CancelFunctionResponse response;
   };
 
-  void finish(Run* run, const grpc::Status& status) {
-    const absl::Status transport =
-        status.ok() ? absl::OkStatus()
-                    : annotate_with_task(from_grpc_status(status), task_name_, target_);
-    // `done` runs before the call is released: cancel_calls_and_wait()
-    // waits for runs_ to empty, so the owner outlives every callback.
-    std::move(run->done)(transport, run->response);
-    // Freed under the lock, before cancel_calls_and_wait() can see the map
-    // empty and the channel be dropped (see the class comment).
-    absl::MutexLock lock(&calls_mu_);
-    runs_.erase(run->key);
-  }
-
-  bool no_calls_locked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(calls_mu_) {
-    return runs_.empty() && cancels_.empty();
-  }
+  bool no_calls_locked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(calls_mu_) { return cancels_.empty(); }
 
   absl::Status malformed_result(std::string_view function_name, absl::string_view what) const {
     return annotate_with_task(
@@ -513,6 +481,8 @@ class ExecutorConnection : public std::enable_shared_from_this<ExecutorConnectio
   const RemoteExecutorOptions options_;
   CodecLimits limits_;
   const std::unique_ptr<Stub> stub_;
+  // The coordinator's runs (run_async); freed before stub_.
+  RunStream stream_;
 
   mutable absl::Mutex mu_;
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
@@ -524,8 +494,6 @@ class ExecutorConnection : public std::enable_shared_from_this<ExecutorConnectio
   // The asynchronous calls in flight, under a mutex of their own: the
   // callbacks of the coordinator's runs never wait on handle bookkeeping.
   absl::Mutex calls_mu_;
-  uint64_t next_key_ ABSL_GUARDED_BY(calls_mu_) = 0;
-  absl::flat_hash_map<uint64_t, std::unique_ptr<Run>> runs_ ABSL_GUARDED_BY(calls_mu_);
   absl::flat_hash_map<CancelCall*, std::unique_ptr<CancelCall>> cancels_ ABSL_GUARDED_BY(calls_mu_);
 };
 

@@ -34,6 +34,7 @@ constexpr std::array<MethodRule, kNumMethods> kMethodRules = {{
      kChief | kWorker},
     {Method::kWorkerGetStatus, "/psflow.v1.ExecutorService/GetStatus", kAnyAuthenticated},
     {Method::kWorkerRunFunction, "/psflow.v1.ExecutorService/RunFunction", kChief},
+    {Method::kWorkerRunFunctions, "/psflow.v1.ExecutorService/RunFunctions", kChief},
     {Method::kWorkerCancelFunction, "/psflow.v1.ExecutorService/CancelFunction", kChief},
     {Method::kWorkerCreateValue, "/psflow.v1.ExecutorService/CreateValue", kChief},
     {Method::kWorkerCreateCall, "/psflow.v1.ExecutorService/CreateCall", kChief},

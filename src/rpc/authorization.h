@@ -43,6 +43,7 @@ enum class Method {
   // psflow.v1.ExecutorService (worker tasks).
   kWorkerGetStatus,
   kWorkerRunFunction,
+  kWorkerRunFunctions,
   kWorkerCancelFunction,
   kWorkerCreateValue,
   kWorkerCreateCall,

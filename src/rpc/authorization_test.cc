@@ -48,6 +48,7 @@ const std::map<Method, std::vector<std::string>>& expected_methods() {
       {Method::kPsCloseSharedMemory, {"chief", "worker"}},
       {Method::kWorkerGetStatus, {"*"}},
       {Method::kWorkerRunFunction, {"chief"}},
+      {Method::kWorkerRunFunctions, {"chief"}},
       {Method::kWorkerCancelFunction, {"chief"}},
       {Method::kWorkerCreateValue, {"chief"}},
       {Method::kWorkerCreateCall, {"chief"}},

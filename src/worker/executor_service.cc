@@ -74,37 +74,42 @@ grpc::ServerUnaryReactor* ExecutorServiceImpl::RunFunction(grpc::CallbackServerC
   auto* call = parse_call<v1::RunFunctionRequest, v1::RunFunctionResponse>(*raw_request,
                                                                            raw_response, &reactor);
   if (call == nullptr) return reactor;
-  const v1::RunFunctionRequest* request = &call->request();
-  v1::RunFunctionResponse* response = &call->response();
+  start_run(*caller, call->request(), &call->response(),
+            [call](const grpc::Status& status) { call->finish(status); });
+  return reactor;
+}
+
+void ExecutorServiceImpl::start_run(const PeerIdentity& caller, v1::RunFunctionRequest& request_ref,
+                                    v1::RunFunctionResponse* response, RunFinish finish) {
+  const v1::RunFunctionRequest* request = &request_ref;
   if (request->function_name().empty()) {
-    call->finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                              "RunFunction needs a function_name; got an empty one."));
-    return reactor;
+    std::move(finish)(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                   "RunFunction needs a function_name; got an empty one."));
+    return;
   }
   // An unknown function fails like one that ran and failed (code in the
   // response), before its arguments are decoded.
-  if (absl::Status known = check_function(request->function_name(), *caller); !known.ok()) {
+  if (absl::Status known = check_function(request->function_name(), caller); !known.ok()) {
     status_->note_error("RunFunction", known);
     response->set_incarnation(process_incarnation());
     response->set_code(static_cast<int32_t>(known.code()));
     response->set_message(std::string(known.message()));
-    call->finish(grpc::Status::OK);
-    return reactor;
+    std::move(finish)(grpc::Status::OK);
+    return;
   }
   // Results are kept per client: another client naming the same session
   // finds none of them.
-  const uint64_t result_session = scoped_session(caller->owner(), request->result_session());
+  const uint64_t result_session = scoped_session(caller.owner(), request->result_session());
   // Decoding validates the untrusted args (shapes, sizes, depth) and moves
   // tensor payloads out of the request without copying them.
-  auto* mutable_args = const_cast<v1::StructureProto*>(&request->args());
-  absl::StatusOr<Structure> args = structure_from_proto(mutable_args, limits_);
+  absl::StatusOr<Structure> args = structure_from_proto(request_ref.mutable_args(), limits_);
   if (!args.ok()) {
     const absl::Status malformed = absl::InvalidArgumentError(
         absl::StrCat("RunFunction '", shown_name(request->function_name()), "' (closure ",
                      request->closure_id(), "): malformed args: ", args.status().message()));
     status_->note_error("RunFunction", malformed);
-    call->finish(to_grpc_status(malformed));
-    return reactor;
+    std::move(finish)(to_grpc_status(malformed));
+    return;
   }
   if (request->input_refs_size() > 0) {
     // Substituted on arrival: the inputs finished before this closure was
@@ -114,35 +119,34 @@ grpc::ServerUnaryReactor* ExecutorServiceImpl::RunFunction(grpc::CallbackServerC
     if (absl::IsNotFound(args.status())) {
       response->set_input_refs_missing(true);
       response->set_incarnation(process_incarnation());
-      call->finish(grpc::Status::OK);
-      return reactor;
+      std::move(finish)(grpc::Status::OK);
+      return;
     }
     if (!args.ok()) {
-      call->finish(to_grpc_status(absl::InvalidArgumentError(
+      std::move(finish)(to_grpc_status(absl::InvalidArgumentError(
           absl::StrCat("RunFunction '", shown_name(request->function_name()), "' (closure ",
                        request->closure_id(), "): ", args.status().message()))));
-      return reactor;
+      return;
     }
   }
   // Registered on arrival, so that a cancellation also reaches a closure
   // still waiting for the function thread (a pipelining coordinator sends
   // several ahead).
   auto cancelled = std::make_shared<std::atomic<bool>>(false);
-  RunningKey key{caller->owner(), request->closure_id()};
+  RunningKey key{caller.owner(), request->closure_id()};
   {
     absl::MutexLock lock(&mu_);
     running_[key] = cancelled;
   }
-  pool_.schedule([this, call, request, response, cancelled, result_session, key = std::move(key),
-                  args = *std::move(args)]() mutable {
+  pool_.schedule([this, finish = std::move(finish), request, response, cancelled, result_session,
+                  key = std::move(key), args = *std::move(args)]() mutable {
     run(key, request->session(), result_session, request->function_name(), std::move(args),
         cancelled, response, request->worker_recoveries(),
         // This process replaced the one the coordinator knew: a salt of
         // its own, so that rebuilt datasets take new orders.
         request->last_incarnation() != 0 && request->last_incarnation() != process_incarnation());
-    call->finish(grpc::Status::OK);
+    std::move(finish)(grpc::Status::OK);
   });
-  return reactor;
 }
 
 uint64_t ExecutorServiceImpl::scoped_session(const std::string& owner, uint64_t session) {

@@ -17,6 +17,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/functional/any_invocable.h"
 #include "absl/synchronization/mutex.h"
 #include "base/thread_pool.h"
 #include "psflow/function_registry.h"
@@ -116,7 +117,10 @@ class ExecutorServiceImpl final
                                               WithRawCallbackMethod_GetExecutorStats<
                                                   v1::ExecutorService::
                                                       WithRawCallbackMethod_DisposePerWorker<
-                                                          v1::ExecutorService::Service>>>>>>>>>>> {
+                                                          v1::ExecutorService::
+                                                              WithRawCallbackMethod_RunFunctions<
+                                                                  v1::ExecutorService::
+                                                                      Service>>>>>>>>>>>> {
  public:
   // `status` must outlive the service.
   ExecutorServiceImpl(const TaskStatus* status, ExecutorServiceOptions options);
@@ -129,6 +133,20 @@ class ExecutorServiceImpl final
                                         const grpc::ByteBuffer* request,
                                         grpc::ByteBuffer* response) override
       ABSL_LOCKS_EXCLUDED(mu_);
+  // The coordinator's closure stream (run_stream_reactor.cc).
+  grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* RunFunctions(
+      grpc::CallbackServerContext* context) override;
+
+  // How RunFunction, and each run of RunFunctions, ends: the RPC status
+  // (OK: the worker ran the request, and the response says how).
+  using RunFinish = absl::AnyInvocable<void(const grpc::Status&) &&>;
+  // Validates and starts one RunFunction request from `caller`; `finish`
+  // runs exactly once, inline or on the function thread. `request` and
+  // `response` must live until it has run (their payloads are moved out of
+  // `request`, and `response` is filled).
+  void start_run(const PeerIdentity& caller, v1::RunFunctionRequest& request,
+                 v1::RunFunctionResponse* response, RunFinish finish) ABSL_LOCKS_EXCLUDED(mu_);
+
   grpc::ServerUnaryReactor* CancelFunction(grpc::CallbackServerContext* context,
                                            const grpc::ByteBuffer* request,
                                            grpc::ByteBuffer* response) override
