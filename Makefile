@@ -92,9 +92,11 @@ configure-tsan: deps
 	  $(CLANG_CMAKE) -B $(TSAN_DIR) -DPSFLOW_SANITIZE=thread -DPSFLOW_BUILD_BENCHMARKS=OFF ; \
 	fi
 
+# Every process's reports (the tasks the multi-process tests start too) go
+# to files under $(TSAN_DIR)/tsan-reports; any report fails the run.
 tsan: configure-tsan
 	cmake --build $(TSAN_DIR) -j $(JOBS)
-	cd $(TSAN_DIR) && ctest --output-on-failure -j $(JOBS) --timeout 1800 \
+	scripts/run-tsan-tests.sh $(TSAN_DIR) -j $(JOBS) --timeout 1800 \
 	  -L 'unit|integration' -LE 'chaos|multihost' -E '$(TSAN_EXCLUDE)' $(CTEST_ARGS)
 
 chaos: build

@@ -17,6 +17,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "base/tsan_annotations.h"
 
 namespace psflow::internal {
 
@@ -40,6 +41,7 @@ class ParsedCall final : public grpc::ServerUnaryReactor {
       grpc::Status serialized = grpc::GenericSerialize<grpc::ProtoBufferWriter, Response>(
           response_, raw_response_, &own_buffer);
       if (!serialized.ok()) {
+        tsan_release(this);
         Finish(grpc::Status(
             grpc::StatusCode::RESOURCE_EXHAUSTED,
             absl::StrCat("the ", response_.GetTypeName(),
@@ -47,10 +49,16 @@ class ParsedCall final : public grpc::ServerUnaryReactor {
         return;
       }
     }
+    // gRPC runs OnDone after Finish completed, possibly on another thread,
+    // ordered by its own synchronization (invisible to TSan).
+    tsan_release(this);
     Finish(status);
   }
 
-  void OnDone() override { delete this; }
+  void OnDone() override {
+    tsan_acquire(this);
+    delete this;
+  }
 
  private:
   grpc::ByteBuffer* const raw_response_;
