@@ -126,7 +126,37 @@ class GrpcVariableClient final : public VariableClient {
     SharedMemoryClientSession::Slice slice;
     std::optional<ExecuteBatch> batch;
     absl::Time deadline;
+    // The variables of the ops that answer, in result order (empty when
+    // the order is not known): their answers' sizes become hints.
+    std::vector<std::string> answer_names;
   };
+
+  static std::vector<std::string> answer_names(const ExecuteBatch& batch) {
+    using Op = v1::VariableOp;
+    std::vector<std::string> names;
+    for (const VariableOpArgs& op : batch.ops) {
+      if (op.kind == Op::READ || op.kind == Op::GATHER || op.kind == Op::DE_LOOKUP ||
+          op.kind == Op::DE_STATS) {
+        names.push_back(op.variable);
+      } else if (op.kind == Op::SNAPSHOT || op.kind == Op::DE_EXPORT) {
+        return {};  // Several answers each.
+      }
+    }
+    return names;
+  }
+
+  // Remembers how large each variable's answer was, so that the next call
+  // reading it without a destination buffer asks for room for it.
+  void note_answer_sizes(const std::vector<std::string>& names,
+                         const std::vector<Tensor>& results) {
+    if (names.size() != results.size()) return;
+    absl::MutexLock lock(&hints_mu_);
+    // Bounded: a client touching very many variables starts over.
+    if (result_hints_.size() > 65536) result_hints_.clear();
+    for (size_t i = 0; i < names.size(); ++i) {
+      result_hints_[names[i]] = content_bytes(results[i], WireDType::kFloat32);
+    }
+  }
 
   struct OpenCall {
     grpc::ClientContext context;
@@ -146,7 +176,12 @@ class GrpcVariableClient final : public VariableClient {
     // its size as if they were in the message.
     size_t in_region = 0;
     if (session != nullptr) {
-      const uint64_t wanted = shared_bytes_wanted(batch, call->destinations);
+      const uint64_t wanted = shared_bytes_wanted(
+          batch, call->destinations, [this](const VariableOpArgs& op) -> uint64_t {
+            absl::MutexLock lock(&hints_mu_);
+            auto it = result_hints_.find(op.variable);
+            return it == result_hints_.end() ? 0 : it->second;
+          });
       // A call larger than a quarter of the region goes in the message, so
       // that one huge call cannot starve the steady traffic of others.
       if (wanted > 0 && wanted <= session->region().size() / 4) slice = session->allocate(wanted);
@@ -159,6 +194,7 @@ class GrpcVariableClient final : public VariableClient {
       call->session = std::move(session);
       call->slice = *slice;
       call->batch = batch;  // Shares the tensors: cheap.
+      call->answer_names = answer_names(batch);
       call->deadline = deadline;
     } else {
       call->request = encode_execute_request(batch);
@@ -403,6 +439,8 @@ class GrpcVariableClient final : public VariableClient {
         results = annotate(absl::InternalError(
             absl::StrCat("the ps sent an ExecuteResponse this client cannot read: ",
                          results.status().message())));
+      } else if (call->session != nullptr) {
+        note_answer_sizes(call->answer_names, *results);
       }
     } else {
       absl::Status error = annotate(from_grpc_status(status));
@@ -444,6 +482,8 @@ class GrpcVariableClient final : public VariableClient {
   SharedState shared_state_ ABSL_GUARDED_BY(mu_) = SharedState::kNone;
   std::shared_ptr<SharedMemoryClientSession> session_ ABSL_GUARDED_BY(mu_);
   absl::Time next_open_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  absl::Mutex hints_mu_;
+  absl::flat_hash_map<std::string, uint64_t> result_hints_ ABSL_GUARDED_BY(hints_mu_);
   absl::Duration open_backoff_ ABSL_GUARDED_BY(mu_) = kFirstOpenBackoff;
   bool logged_no_session_ ABSL_GUARDED_BY(mu_) = false;
   bool closing_ ABSL_GUARDED_BY(mu_) = false;

@@ -69,7 +69,8 @@ bool SharedMemoryClientSession::retire(Slice slice) {
 }
 
 uint64_t shared_bytes_wanted(const ExecuteBatch& batch,
-                             const std::vector<std::shared_ptr<TensorBuffer>>& destinations) {
+                             const std::vector<std::shared_ptr<TensorBuffer>>& destinations,
+                             const ResultHint& hint) {
   using Op = v1::VariableOp;
   uint64_t bytes = 0;
   auto add = [&](const Tensor& t, WireDType wire) {
@@ -89,7 +90,12 @@ uint64_t shared_bytes_wanted(const ExecuteBatch& batch,
         result < destinations.size() ? destinations[result].get() : nullptr;
     ++result;
     if (destination == nullptr) {
-      unknown_result = true;
+      const uint64_t last = hint ? hint(op) : 0;
+      if (last >= SharedArena::kMinBytes) {
+        bytes += aligned(last);
+      } else if (last == 0) {
+        unknown_result = true;
+      }
     } else if (destination->size() >= SharedArena::kMinBytes) {
       const bool narrow = op.wire_dtype == WireDType::kBFloat16;
       bytes += aligned(narrow ? destination->size() / 2 : destination->size());

@@ -5,6 +5,7 @@
 #define PSFLOW_PS_CLIENT_SHARED_MEMORY_CLIENT_H_
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -53,12 +54,16 @@ class SharedMemoryClientSession {
   uint64_t retired_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
+// The content bytes an op's answer had last time (0: not known).
+using ResultHint = std::function<uint64_t(const VariableOpArgs&)>;
+
 // Bytes of the region a call of `batch` can use: its shareable tensor
 // contents, and room for its results (the size of `destinations` where
-// known, a default where an op answers with a tensor of unknown size),
-// each rounded up to the arena's alignment. 0 when nothing would go there.
+// known, else `hint`'s, else a default), each rounded up to the arena's
+// alignment. 0 when nothing would go there.
 [[nodiscard]] uint64_t shared_bytes_wanted(
-    const ExecuteBatch& batch, const std::vector<std::shared_ptr<TensorBuffer>>& destinations);
+    const ExecuteBatch& batch, const std::vector<std::shared_ptr<TensorBuffer>>& destinations,
+    const ResultHint& hint = nullptr);
 
 }  // namespace psflow::internal
 

@@ -83,8 +83,13 @@ TEST(SharedMemoryClientSessionTest, WantedBytesCountSharedContentsAndResults) {
   batch.ops.push_back(read);
   const auto destination = TensorBuffer::allocate(65536);
   EXPECT_EQ(shared_bytes_wanted(batch, {destination}), 20032u + 65536u);
-  // A result of unknown size gets a fixed allowance.
+  // A result of unknown size gets a fixed allowance; one seen before, its
+  // last size.
   EXPECT_EQ(shared_bytes_wanted(batch, {}), 20032u + (uint64_t{1} << 20));
+  const ResultHint hint = [](const VariableOpArgs& op) -> uint64_t {
+    return op.kind == Op::READ ? 4u << 20 : 0;
+  };
+  EXPECT_EQ(shared_bytes_wanted(batch, {}, hint), 20032u + (uint64_t{4} << 20));
 }
 
 }  // namespace
