@@ -79,23 +79,22 @@ class PythonFunction:
 
     # The coordinator's side.
     def _captured(self):
-        """The Variables and optimizers the function reads by name."""
+        """The Variables and optimizers the function reads by name: itself,
+        the functions and lambdas it defines, and the plain functions of its
+        own module it calls (as TF's tracing follows them); "h:NAME" marks
+        such a helper, which the worker rebinds to the captured names too."""
         fn = self.python_function
-        code = getattr(fn, "__code__", None)
-        if code is None:
+        if getattr(fn, "__code__", None) is None:
             return {}
         out = {}
-        for name in code.co_names:
-            value = fn.__globals__.get(name)
-            if _capturable(value):
-                out["g:" + name] = value
-        for name, cell in zip(code.co_freevars, fn.__closure__ or ()):
+        for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
             try:
                 value = cell.cell_contents
             except ValueError:
                 continue
             if _capturable(value):
                 out["c:" + name] = value
+        _capture_globals(fn.__code__, fn.__globals__, out, {})
         return out
 
     def _pack(self, args, kwargs):
@@ -119,6 +118,51 @@ def function(fn=None, *, name=None):
 
 
 _STRATEGY_MARK = "__psflow_strategy__"
+
+
+# Bounds the walk over helpers: deeper call chains are rare in a step, and
+# a walk must stay cheap (it runs on every schedule).
+_MAX_HELPER_CODES = 64
+
+
+def _codes(code):
+    """`code` and the code objects nested in it (its lambdas and inner
+    functions), which read the same globals."""
+    yield code
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            yield from _codes(const)
+
+
+def _capture_globals(code, module_globals, out, seen):
+    """Adds to `out` the capturable globals `code` reads, following plain
+    functions of the same module (same globals) it names; returns whether
+    it (or a helper) reads any. `seen` maps the code objects walked to
+    that answer (a call cycle counts as reading none)."""
+    reads = False
+    for c in _codes(code):
+        if id(c) in seen:
+            reads = reads or seen[id(c)]
+            continue
+        if len(seen) >= _MAX_HELPER_CODES:
+            continue
+        seen[id(c)] = False
+        c_reads = False
+        for name in c.co_names:
+            value = module_globals.get(name)
+            if _capturable(value):
+                out["g:" + name] = value
+                c_reads = True
+            elif isinstance(value, PythonFunction):
+                continue  # Its own step: captures for itself when scheduled.
+            elif (isinstance(value, types.FunctionType)
+                  and value.__globals__ is module_globals and value.__closure__ is None):
+                if _capture_globals(value.__code__, module_globals, out, seen):
+                    out["h:" + name] = True
+                    c_reads = True
+        seen[id(c)] = c_reads
+        reads = reads or c_reads
+    return reads
 
 
 def _capturable(value):
@@ -169,10 +213,20 @@ def _with_captured(fn, captured):
         return fn
     names = {k[2:]: v for k, v in captured.items() if k.startswith("g:")}
     cells = {k[2:]: v for k, v in captured.items() if k.startswith("c:")}
+    helpers = [k[2:] for k in captured if k.startswith("h:")]
     glob = fn.__globals__
     if names:
         glob = dict(glob)
         glob.update(names)
+        # Helpers of the module that read captured names read them from the
+        # same copy.
+        for name in helpers:
+            helper = fn.__globals__.get(name)
+            if isinstance(helper, types.FunctionType) and helper.__closure__ is None:
+                rebound = types.FunctionType(helper.__code__, glob, helper.__name__,
+                                             helper.__defaults__)
+                rebound.__kwdefaults__ = helper.__kwdefaults__
+                glob[name] = rebound
     closure = fn.__closure__
     if cells and closure:
         closure = tuple(types.CellType(cells[name]) if name in cells else cell

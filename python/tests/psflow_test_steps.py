@@ -29,6 +29,22 @@ def bump_captured(n):
     return int(captured_counter.read_value())
 
 
+def _bump(n):
+    # A helper of the module: the Variable it reads is captured too.
+    captured_counter.assign_add(np.int64(n))
+
+
+def _read():
+    return int(captured_counter.read_value())
+
+
+@psflow.function
+def bump_through_helpers(n):
+    _bump(n)
+    read = lambda: _read()  # noqa: E731 (a nested code object)
+    return read()
+
+
 @psflow.function
 def sgd_step(w, grad):
     """One SGD update of w by grad, on the ps (sgd: a captured optimizer)."""

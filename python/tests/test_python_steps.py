@@ -52,6 +52,17 @@ def test_captured_variables_are_the_coordinators(strategy, coordinator):
     assert max(coordinator.fetch(rvs)) == 10
 
 
+def test_variables_read_by_helpers_and_lambdas_are_captured(strategy, coordinator):
+    with strategy.scope():
+        steps.captured_counter = psflow.Variable(np.int64(0), name="captured_by_helpers")
+    rvs = [coordinator.schedule(steps.bump_through_helpers, args=(3,)) for _ in range(4)]
+    coordinator.join()
+    # Every update reached the coordinator's Variable on the ps, through the
+    # helper, and the lambda's helper read it there too.
+    assert int(steps.captured_counter.read_value()) == 12
+    assert max(coordinator.fetch(rvs)) == 12
+
+
 def test_optimizer_applies_on_the_ps(strategy, coordinator):
     with strategy.scope():
         w = psflow.Variable(np.zeros(4, np.float32), name="w_sgd")
