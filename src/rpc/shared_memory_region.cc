@@ -112,6 +112,12 @@ std::string host_boot_id() {
   return std::string(absl::StripAsciiWhitespace(id));
 }
 
+std::string pid_namespace() {
+  char target[128];
+  const ssize_t n = readlink("/proc/self/ns/pid", target, sizeof(target) - 1);
+  return n > 0 ? std::string(target, static_cast<size_t>(n)) : std::string();
+}
+
 std::string random_token(size_t n) {
   std::string out(n, '\0');
   size_t filled = 0;

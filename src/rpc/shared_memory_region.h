@@ -73,6 +73,9 @@ class SharedMemoryRegion {
 // the same one run on the same kernel. Empty when it cannot be read.
 [[nodiscard]] std::string host_boot_id();
 
+// This process's PID namespace ("pid:[4026531836]"); empty when unknown.
+[[nodiscard]] std::string pid_namespace();
+
 // `n` random bytes from the kernel's generator (getrandom).
 [[nodiscard]] std::string random_token(size_t n);
 

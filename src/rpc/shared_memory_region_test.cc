@@ -95,6 +95,7 @@ TEST(SharedMemoryRegionTest, BootIdAndTokens) {
   const std::string b = random_token(16);
   EXPECT_EQ(a.size(), 16u);
   EXPECT_NE(a, b);
+  EXPECT_THAT(pid_namespace(), ::testing::StartsWith("pid:["));
 }
 
 }  // namespace

@@ -212,6 +212,19 @@ TEST(SharedMemoryTest, UnknownSessionsAndOtherHostsAreRefused) {
     EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << s.error_message();
     EXPECT_THAT(s.error_message(), HasSubstr("another host"));
   }
+  // Another PID namespace: no session (it could not open the region).
+  {
+    grpc::ClientContext context;
+    configure_context(context, deadline());
+    v1::OpenSharedMemoryRequest open;
+    open.set_boot_id(host_boot_id());
+    open.set_pid_namespace("pid:[1]");
+    open.set_bytes(1 << 20);
+    v1::OpenSharedMemoryResponse response;
+    const grpc::Status s = stub->OpenSharedMemory(&context, open, &response);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << s.error_message();
+    EXPECT_THAT(s.error_message(), HasSubstr("another PID namespace"));
+  }
   // Closing a session that does not exist says so.
   {
     grpc::ClientContext context;

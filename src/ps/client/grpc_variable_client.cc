@@ -241,6 +241,7 @@ class GrpcVariableClient final : public VariableClient {
     auto open = std::make_shared<OpenCall>();
     v1::OpenSharedMemoryRequest request;
     request.set_boot_id(host_boot_id());
+    request.set_pid_namespace(pid_namespace());
     request.set_bytes(kSharedMemoryBytes);
     open->request = serialize(request);
     configure_context(open->context, absl::Now() + absl::Seconds(30));

@@ -20,9 +20,9 @@ void SharedMemorySessions::drop_idle(absl::Time now) {
   }
 }
 
-absl::StatusOr<SharedMemorySessions::Opened> SharedMemorySessions::open(const PeerIdentity& caller,
-                                                                        std::string_view boot_id,
-                                                                        size_t bytes) {
+absl::StatusOr<SharedMemorySessions::Opened> SharedMemorySessions::open(
+    const PeerIdentity& caller, std::string_view boot_id, std::string_view pid_namespace,
+    size_t bytes) {
   if (!options_.enabled) {
     return absl::FailedPreconditionError(
         "this ps offers no shared memory (PSFLOW_SHARED_MEMORY is off); payloads go over gRPC");
@@ -31,6 +31,11 @@ absl::StatusOr<SharedMemorySessions::Opened> SharedMemorySessions::open(const Pe
   if (own_boot_id.empty() || boot_id != own_boot_id) {
     return absl::FailedPreconditionError(
         "the caller runs on another host (its boot id differs); payloads go over gRPC");
+  }
+  if (!pid_namespace.empty() && pid_namespace != internal::pid_namespace()) {
+    return absl::FailedPreconditionError(
+        "the caller runs in another PID namespace (another container), where it cannot open this "
+        "ps's shared memory; payloads go over gRPC");
   }
   const auto page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   bytes = std::min(std::max(bytes, size_t{1} << 20), options_.max_session_bytes);

@@ -47,10 +47,13 @@ class SharedMemorySessions {
   explicit SharedMemorySessions(SharedMemoryOptions options = {}) : options_(options) {}
 
   // A new session of about `bytes` (rounded to pages, at most
-  // max_session_bytes) for `caller` on the host whose boot id is
-  // `boot_id`. FAILED_PRECONDITION when sessions are off or the caller is
-  // on another host; RESOURCE_EXHAUSTED when the budget is spent.
-  absl::StatusOr<Opened> open(const PeerIdentity& caller, std::string_view boot_id, size_t bytes)
+  // max_session_bytes) for `caller` on the host whose boot id is `boot_id`
+  // in PID namespace `pid_namespace` (empty: not checked).
+  // FAILED_PRECONDITION when sessions are off or the caller is on another
+  // host or in another PID namespace; RESOURCE_EXHAUSTED when the budget
+  // is spent.
+  absl::StatusOr<Opened> open(const PeerIdentity& caller, std::string_view boot_id,
+                              std::string_view pid_namespace, size_t bytes)
       ABSL_LOCKS_EXCLUDED(mu_);
   // The region of `caller`'s session `token`; NOT_FOUND when there is no
   // such session for this caller. The region stays mapped while the

@@ -348,7 +348,8 @@ grpc::ServerUnaryReactor* VariableServiceImpl::OpenSharedMemory(
       *raw_request, raw_response, &reactor);
   if (call == nullptr) return reactor;
   absl::StatusOr<SharedMemorySessions::Opened> opened =
-      shared_memory_.open(*caller, call->request().boot_id(), call->request().bytes());
+      shared_memory_.open(*caller, call->request().boot_id(), call->request().pid_namespace(),
+                          call->request().bytes());
   if (!opened.ok()) {
     call->finish(to_grpc_status(opened.status()));
     return reactor;
