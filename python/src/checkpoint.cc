@@ -40,8 +40,8 @@ void init_checkpoint(py::module_& m) {
              }
              std::optional<Optimizer> opt;
              if (!optimizer.is_none()) opt = optimizer_from_python(optimizer);
-             return value_or_raise(Checkpoint::create(std::move(tracked), std::move(opt),
-                                                      std::move(tracked_tables)));
+             return value_or_raise(
+                 Checkpoint::create(std::move(tracked), std::move(opt), std::move(tracked_tables)));
            }),
            py::arg("variables"), py::arg("optimizer"), py::arg("tables"))
       .def(

@@ -92,8 +92,7 @@ void init_dynamic_embedding(py::module_& m) {
           py::arg("optimizer_hyper"), py::arg("capacity_per_shard"), py::arg("ttl_steps"),
           py::arg("admit_after"), py::arg("sketch_width"), py::arg("admit_probability"))
       .def_property_readonly("name", &DynamicEmbedding::name)
-      .def_property_readonly("dim",
-                             [](const DynamicEmbedding& t) { return t.options().dim; })
+      .def_property_readonly("dim", [](const DynamicEmbedding& t) { return t.options().dim; })
       .def_property_readonly("num_shards", &DynamicEmbedding::num_shards)
       .def(
           "lookup",

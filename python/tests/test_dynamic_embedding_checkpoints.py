@@ -23,7 +23,13 @@ def _grads(seed):
     return np.random.default_rng(seed).normal(size=(len(KEYS), 4)).astype(np.float32)
 
 
-def test_table_round_trips_into_another_ps_count(tmp_path):
+def _train_and_save(directory):
+    """On 2 ps tasks: rows made by lookups and moved by two Adagrad updates,
+    saved by a CheckpointManager. Returns the checkpoint's path, the saved
+    rows, the rows after one more update, and the row of a key never seen.
+    (Each cluster lives in its own function: a LocalCluster hands this
+    process's channel credentials back when it is destroyed, so clusters
+    must not outlive one another out of order.)"""
     with psflow.LocalCluster(num_ps=2, num_workers=1) as cluster:
         strategy = _strategy(cluster)
         table = psflow.dynamic_embedding.get_variable(strategy, "ctr_ids", **OPTIONS)
@@ -40,13 +46,18 @@ def test_table_round_trips_into_another_ps_count(tmp_path):
         assert sum(per_shard) == len(KEYS) and min(per_shard) > 0
 
         manager = psflow.train.CheckpointManager(
-            psflow.train.Checkpoint(tables=strategy.dynamic_embeddings()), tmp_path, 2)
+            psflow.train.Checkpoint(tables=strategy.dynamic_embeddings()), directory, 2)
         path = manager.save()
         # The reference for the slots: one more update after the save.
         table.apply_gradients(KEYS, _grads(3), learning_rate=0.5, step=4)
         updated = table.lookup(KEYS).copy()
         unseen = table.lookup(np.array([31337], np.int64)).copy()
+    return path, saved, updated, unseen
 
+
+def test_table_round_trips_into_another_ps_count(tmp_path):
+    path, saved, updated, unseen = _train_and_save(tmp_path)
+    assert not np.allclose(updated, saved)
     with psflow.LocalCluster(num_ps=3, num_workers=1) as cluster:
         strategy = _strategy(cluster)
         table = psflow.dynamic_embedding.get_variable(strategy, "ctr_ids", **OPTIONS)
@@ -61,30 +72,28 @@ def test_table_round_trips_into_another_ps_count(tmp_path):
         # Equal Adagrad accumulators give equal rows after the same update.
         table.apply_gradients(KEYS, _grads(3), learning_rate=0.5, step=4)
         np.testing.assert_allclose(table.lookup(KEYS), updated, rtol=1e-6, atol=1e-7)
-        assert not np.allclose(updated, saved)
         # A key the checkpoint does not hold gets the row its seed gives.
         np.testing.assert_array_equal(table.lookup(np.array([31337], np.int64)), unseen)
 
 
 def test_restore_refuses_another_definition_and_changes_nothing(strategy, tmp_path):
-    if True:
-        table = psflow.dynamic_embedding.get_variable(strategy, "defined", dim=4, seed=1)
-        saved = table.lookup(KEYS[:5]).copy()
-        path = psflow.train.Checkpoint(t=table).write(tmp_path / "ckpt")
+    table = psflow.dynamic_embedding.get_variable(strategy, "defined", dim=4, seed=1)
+    saved = table.lookup(KEYS[:5]).copy()
+    path = psflow.train.Checkpoint(t=table).write(tmp_path / "ckpt")
 
-        other = psflow.dynamic_embedding.get_variable(strategy, "other", dim=8, seed=1)
-        before = other.lookup(KEYS[:5]).copy()
-        with pytest.raises(psflow.errors.NotFoundError):
-            psflow.train.Checkpoint(u=other).restore(path)  # no table saved as "u"
-        with pytest.raises(psflow.errors.InvalidArgumentError, match="dim"):
-            psflow.train.Checkpoint(t=other).restore(path)
-        np.testing.assert_array_equal(other.lookup(KEYS[:5]), before)
-        assert other.stats()["rows"] == 5
+    other = psflow.dynamic_embedding.get_variable(strategy, "other", dim=8, seed=1)
+    before = other.lookup(KEYS[:5]).copy()
+    with pytest.raises(psflow.errors.NotFoundError):
+        psflow.train.Checkpoint(u=other).restore(path)  # no table saved as "u"
+    with pytest.raises(psflow.errors.InvalidArgumentError, match="dim"):
+        psflow.train.Checkpoint(t=other).restore(path)
+    np.testing.assert_array_equal(other.lookup(KEYS[:5]), before)
+    assert other.stats()["rows"] == 5
 
-        psflow.train.Checkpoint(t=table).restore(path)
-        np.testing.assert_array_equal(table.lookup(KEYS[:5]), saved)
-        with pytest.raises(psflow.errors.AlreadyExistsError):
-            psflow.dynamic_embedding.get_variable(strategy, "defined", dim=5, seed=1)
+    psflow.train.Checkpoint(t=table).restore(path)
+    np.testing.assert_array_equal(table.lookup(KEYS[:5]), saved)
+    with pytest.raises(psflow.errors.AlreadyExistsError):
+        psflow.dynamic_embedding.get_variable(strategy, "defined", dim=5, seed=1)
 
 
 def test_bad_arguments_name_the_fix(strategy):
