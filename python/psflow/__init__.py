@@ -19,6 +19,7 @@ from psflow import train
 from psflow import distribute
 from psflow import data
 from psflow import keras
+from psflow import dynamic_embedding
 from psflow._steps import function
 from psflow._psflow import read_values
 from psflow._functions import RegisteredFunction
@@ -39,5 +40,5 @@ class IndexedSlices:
         return "IndexedSlices(values=%r, indices=%r)" % (self.values, self.indices)
 
 
-__all__ = ["errors", "train", "distribute", "data", "keras", "function", "read_values", "Variable", "IndexedSlices", "LocalCluster",
+__all__ = ["errors", "train", "distribute", "data", "keras", "dynamic_embedding", "function", "read_values", "Variable", "IndexedSlices", "LocalCluster",
            "RegisteredFunction"]

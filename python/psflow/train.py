@@ -107,15 +107,20 @@ class ClusterSpec:
         return "ClusterSpec(%r)" % (self.as_dict(),)
 
 
-def _tracked_variables(kwargs):
-    """{name: Variable} of Checkpoint's keyword arguments: a Variable by its
-    keyword, lists / tuples / dicts of them as "<keyword>/<index or key>"."""
+def _tracked(kwargs):
+    """({name: Variable}, {name: native table}) of Checkpoint's keyword
+    arguments: a Variable or a dynamic embedding table by its keyword,
+    lists / tuples / dicts of them as "<keyword>/<index or key>" (tables
+    and variables are apart: a name may be one of each)."""
     from psflow import _psflow
-    out = {}
+    from psflow.dynamic_embedding import DynamicEmbedding
+    variables, tables = {}, {}
 
     def add(name, value):
         if isinstance(value, _psflow.Variable):
-            out[name] = value
+            variables[name] = value
+        elif isinstance(value, DynamicEmbedding):
+            tables[name] = value._native
         elif isinstance(value, (list, tuple)):
             for i, v in enumerate(value):
                 add("%s/%d" % (name, i), v)
@@ -123,21 +128,27 @@ def _tracked_variables(kwargs):
             for k, v in value.items():
                 add("%s/%s" % (name, k), v)
         else:
-            raise TypeError("Checkpoint: %r is a %s; track psflow.Variables (or lists and "
-                            "dicts of them) and one optimizer" % (name, type(value).__name__))
+            raise TypeError("Checkpoint: %r is a %s; track psflow.Variables, dynamic embedding "
+                            "tables (or lists and dicts of them) and one optimizer"
+                            % (name, type(value).__name__))
     for name, value in kwargs.items():
         add(name, value)
-    return out
+    return variables, tables
 
 
 class Checkpoint:
     """TF's tf.train.Checkpoint(**objects) over psflow's C++ checkpoints:
     Variables (or lists / dicts of them) by keyword, and `optimizer=` a
     psflow.keras optimizer (its iterations; slots are saved with the
-    variables). write(path) saves a directory of safetensors files;
-    restore(path) checks the whole checkpoint before changing anything.
-    Restoring into another ps count or partitioning works (the parts are
-    re-cut)."""
+    variables). Dynamic embedding tables (psflow.dynamic_embedding) are
+    tracked the same way, by keyword: their rows, optimizer slots and
+    last-seen steps are saved; `tables=strategy.dynamic_embeddings()`
+    tracks every table made through the strategy. write(path) saves a
+    directory of safetensors files; restore(path) checks the whole
+    checkpoint before changing anything, and a table's restored rows
+    replace all of its rows. Restoring into another ps count or
+    partitioning works (the parts are re-cut, each row goes to the ps its
+    key hashes to now)."""
 
     def __init__(self, **kwargs):
         from psflow import _psflow
@@ -146,7 +157,8 @@ class Checkpoint:
         if optimizer is not None and not isinstance(optimizer, Optimizer):
             raise TypeError("Checkpoint: optimizer must be a psflow.keras.optimizers "
                             "optimizer, got %s" % type(optimizer).__name__)
-        self._native = _psflow._Checkpoint(_tracked_variables(kwargs), optimizer)
+        variables, tables = _tracked(kwargs)
+        self._native = _psflow._Checkpoint(variables, optimizer, tables)
 
     def write(self, path):
         """Saves to the directory `path` (which must not exist); returns it."""

@@ -34,6 +34,7 @@ void init_coordinator(py::module_& m);
 void init_local_cluster(py::module_& m);
 void init_reduce(py::module_& m);
 void init_python_steps(py::module_& m);
+void init_dynamic_embedding(py::module_& m);
 
 // Raises the psflow.errors exception named after `status`'s code (TF's
 // names: InvalidArgumentError, UnavailableError, ...), message kept.

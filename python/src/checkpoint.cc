@@ -1,6 +1,7 @@
 // psflow.train.Checkpoint and CheckpointManager over the C++ ones
 // (include/psflow/checkpoint.h): variables and an optimizer's iterations
-// and slots, saved to and restored from safetensors directories.
+// and slots, and dynamic embedding tables (rows, slots, last-seen steps),
+// saved to and restored from safetensors directories.
 #include "psflow/checkpoint.h"
 
 #include <pybind11/stl.h>
@@ -18,7 +19,7 @@ namespace psflow::python {
 
 void init_checkpoint(py::module_& m) {
   py::class_<Checkpoint>(m, "_Checkpoint")
-      .def(py::init([](const py::dict& variables, py::handle optimizer) {
+      .def(py::init([](const py::dict& variables, py::handle optimizer, const py::dict& tables) {
              std::map<std::string, ShardedVariable> tracked;
              for (auto [key, value] : variables) {
                const ShardedVariable* v = variable_of(value);
@@ -28,11 +29,21 @@ void init_checkpoint(py::module_& m) {
                }
                tracked.emplace(py::str(key).cast<std::string>(), *v);
              }
+             std::map<std::string, DynamicEmbedding> tracked_tables;
+             for (auto [key, value] : tables) {
+               if (!py::isinstance<DynamicEmbedding>(value)) {
+                 raise_type_error(absl::StrCat("Checkpoint: '", py::str(key).cast<std::string>(),
+                                               "' is not a psflow dynamic embedding table"));
+               }
+               tracked_tables.emplace(py::str(key).cast<std::string>(),
+                                      value.cast<const DynamicEmbedding&>());
+             }
              std::optional<Optimizer> opt;
              if (!optimizer.is_none()) opt = optimizer_from_python(optimizer);
-             return value_or_raise(Checkpoint::create(std::move(tracked), std::move(opt)));
+             return value_or_raise(
+                 Checkpoint::create(std::move(tracked), std::move(opt), std::move(tracked_tables)));
            }),
-           py::arg("variables"), py::arg("optimizer"))
+           py::arg("variables"), py::arg("optimizer"), py::arg("tables"))
       .def(
           "write",
           [](const Checkpoint& c, const std::string& path) {

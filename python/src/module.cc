@@ -15,5 +15,6 @@ PYBIND11_MODULE(_psflow, m) {
   psflow::python::init_local_cluster(m);
   psflow::python::init_reduce(m);
   psflow::python::init_python_steps(m);
+  psflow::python::init_dynamic_embedding(m);
   psflow::python::init_checkpoint(m);
 }

@@ -66,6 +66,15 @@ class ParameterServerStrategy:
     def num_ps(self):
         return self._native.num_ps
 
+    def dynamic_embeddings(self):
+        """{name: psflow.dynamic_embedding.DynamicEmbedding} of every table
+        made through this strategy (get_variable): what a checkpoint of the
+        model tracks beside its variables
+        (psflow.train.Checkpoint(tables=strategy.dynamic_embeddings()))."""
+        from psflow.dynamic_embedding import DynamicEmbedding
+        return {name: DynamicEmbedding(native)
+                for name, native in _psflow._strategy_dynamic_embeddings(self._native).items()}
+
     @contextlib.contextmanager
     def scope(self):
         """TF's strategy.scope(): psflow.Variable made inside goes to the ps tasks.
