@@ -169,6 +169,7 @@ absl::StatusOr<int> run_evaluator(const EvaluatorOptions& options) {
       PSFLOW_RETURN_IF_ERROR(stop_reason(options));
       const absl::Time start = absl::Now();
       absl::Status restored = checkpoint.restore(path);
+      if (restored.ok()) restored = model.restore_for_evaluation(path);
       if (!restored.ok()) {
         if (!fs::exists(path)) {  // Deleted by max_to_keep meanwhile.
           if (options.out != nullptr) {
@@ -196,9 +197,11 @@ absl::StatusOr<int> run_evaluator(const EvaluatorOptions& options) {
         PSFLOW_RETURN_IF_ERROR(events.add_scalar("eval/test_" + name, value, step));
       }
       if (options.out != nullptr) {
-        std::fprintf(options.out, "eval: %s (step %lld): test loss %.4f accuracy %.4f (%.2f s)\n",
+        std::string extra;
+        for (const auto& [name, value] : result.extra) absl::StrAppend(&extra, " ", name, " ", value);
+        std::fprintf(options.out, "eval: %s (step %lld): test loss %.4f accuracy %.4f%s (%.2f s)\n",
                      path.c_str(), static_cast<long long>(step), result.loss, result.accuracy,
-                     seconds);
+                     extra.c_str(), seconds);
         std::fflush(options.out);
       }
       done.insert(step);
