@@ -41,7 +41,8 @@ absl::StatusOr<Tensor> shard_tensor(const checkpoint::SafetensorsContents& conte
 }  // namespace
 
 absl::StatusOr<CheckpointTable> CheckpointTable::read(const std::string& checkpoint_dir,
-                                                      std::string_view name) {
+                                                      std::string_view table_name) {
+  const std::string name(table_name);
   const std::string index_path =
       (fs::path(checkpoint_dir) / std::string(checkpoint::kIndexFileName)).string();
   PSFLOW_ASSIGN_OR_RETURN(std::string text, checkpoint::read_file(index_path, kMaxIndexBytes));

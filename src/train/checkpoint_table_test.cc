@@ -42,13 +42,13 @@ std::string write_checkpoint(const std::string& name, const DynamicEmbeddingOpti
     for (int64_t i = 0; i < rows * 3; ++i) values.push_back(static_cast<float>(task * 10 + i));
     const std::string file = "ps-" + std::to_string(task) + ".safetensors";
     const std::string prefix = "table/t/shard_" + std::to_string(task);
-    absl::StatusOr<FileDigest> digest = checkpoint::write_safetensors_file(
+    absl::StatusOr<checkpoint::FileDigest> digest = checkpoint::write_safetensors_file(
         dir + "/" + file,
         {{prefix + "/keys", Tensor::from_vector(keys[task], {rows})},
          {prefix + "/values", Tensor::from_vector(values, {rows, 3})},
          {prefix + "/last_seen", Tensor::from_vector(std::vector<int64_t>(rows, 1), {rows})}});
     EXPECT_TRUE(digest.ok()) << digest.status();
-    index.files.push_back({file, "ps", task, digest.ok() ? *digest : FileDigest{}});
+    index.files.push_back({file, "ps", task, digest.ok() ? *digest : checkpoint::FileDigest{}});
     checkpoint::TableShardEntry shard;
     shard.task = task;
     shard.file = file;
