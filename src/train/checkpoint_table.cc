@@ -51,11 +51,12 @@ absl::StatusOr<CheckpointTable> CheckpointTable::read(const std::string& checkpo
   const checkpoint::TableEntry* table = index.find_table(name);
   if (table == nullptr) {
     std::vector<std::string> held;
-    for (const checkpoint::TableEntry& t : index.tables) held.push_back(absl::StrCat("'", t.name, "'"));
-    return absl::NotFoundError(absl::StrCat(
-        checkpoint_dir, " holds no embedding table '", name, "' (its tables: ",
-        held.empty() ? "none" : absl::StrJoin(held, ", "),
-        "); pass a checkpoint of a run of the model that defines it"));
+    for (const checkpoint::TableEntry& t : index.tables)
+      held.push_back(absl::StrCat("'", t.name, "'"));
+    return absl::NotFoundError(
+        absl::StrCat(checkpoint_dir, " holds no embedding table '", name,
+                     "' (its tables: ", held.empty() ? "none" : absl::StrJoin(held, ", "),
+                     "); pass a checkpoint of a run of the model that defines it"));
   }
   if (table->options.dtype != DType::kFloat32) {
     return absl::InvalidArgumentError(absl::StrCat(index_path, ": table '", name,
@@ -76,17 +77,19 @@ absl::StatusOr<CheckpointTable> CheckpointTable::read(const std::string& checkpo
             absl::StrCat(index_path, ": table '", name, "' names the unlisted file ", shard.file));
       }
       PSFLOW_ASSIGN_OR_RETURN(std::string bytes, checkpoint::read_file(path, entry->digest.size));
-      if (bytes.size() != entry->digest.size || checkpoint::crc32_of(bytes) != entry->digest.crc32) {
-        return absl::DataLossError(absl::StrCat(
-            path, ": its size or CRC32 is not the one index.json records; the checkpoint is "
-                  "corrupt (or was overwritten while being read)"));
+      if (bytes.size() != entry->digest.size ||
+          checkpoint::crc32_of(bytes) != entry->digest.crc32) {
+        return absl::DataLossError(
+            absl::StrCat(path,
+                         ": its size or CRC32 is not the one index.json records; the checkpoint is "
+                         "corrupt (or was overwritten while being read)"));
       }
       PSFLOW_ASSIGN_OR_RETURN(files[shard.file],
                               checkpoint::decode_safetensors(std::move(bytes), path));
     }
     const checkpoint::SafetensorsContents& contents = files.at(shard.file);
-    PSFLOW_ASSIGN_OR_RETURN(Tensor keys, shard_tensor(contents, path, shard.keys, DType::kInt64,
-                                                      {shard.rows}));
+    PSFLOW_ASSIGN_OR_RETURN(Tensor keys,
+                            shard_tensor(contents, path, shard.keys, DType::kInt64, {shard.rows}));
     PSFLOW_ASSIGN_OR_RETURN(Tensor values, shard_tensor(contents, path, shard.values,
                                                         DType::kFloat32, {shard.rows, dim}));
     const absl::Span<const int64_t> k = keys.flat<int64_t>();
@@ -95,8 +98,7 @@ absl::StatusOr<CheckpointTable> CheckpointTable::read(const std::string& checkpo
       const auto [it, added] = out.row_of_.emplace(k[i], out.rows());
       if (!added) {
         return absl::InvalidArgumentError(absl::StrCat(path, ": table '", name, "' holds key ",
-                                                       k[i],
-                                                       " twice; the checkpoint is corrupt"));
+                                                       k[i], " twice; the checkpoint is corrupt"));
       }
       out.values_.insert(out.values_.end(), v.begin() + i * dim, v.begin() + (i + 1) * dim);
     }

@@ -150,10 +150,10 @@ absl::StatusOr<ModelMetrics> DlrmModel::evaluate(
     return absl::FailedPreconditionError("dlrm: the table was not created");
   }
   if (!table_.valid() && checkpoint_table_->options().dim != extra_.embedding_dim) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "dlrm: the checkpoint's table '", kDlrmTableName, "' has dim ",
-        checkpoint_table_->options().dim, " but the model's embedding_dim is ",
-        extra_.embedding_dim, "; evaluate with the run's own config.json"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("dlrm: the checkpoint's table '", kDlrmTableName, "' has dim ",
+                     checkpoint_table_->options().dim, " but the model's embedding_dim is ",
+                     extra_.embedding_dim, "; evaluate with the run's own config.json"));
   }
   const DlrmExamples& test = data_->test;
   const int64_t n = test.size();
@@ -184,7 +184,8 @@ absl::StatusOr<ModelMetrics> DlrmModel::evaluate(
 
 absl::Status DlrmModel::restore_for_evaluation(const std::string& checkpoint_dir) {
   checkpoint_table_.reset();
-  PSFLOW_ASSIGN_OR_RETURN(CheckpointTable table, CheckpointTable::read(checkpoint_dir, kDlrmTableName));
+  PSFLOW_ASSIGN_OR_RETURN(CheckpointTable table,
+                          CheckpointTable::read(checkpoint_dir, kDlrmTableName));
   checkpoint_table_ = std::move(table);
   return absl::OkStatus();
 }

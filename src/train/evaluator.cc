@@ -198,7 +198,8 @@ absl::StatusOr<int> run_evaluator(const EvaluatorOptions& options) {
       }
       if (options.out != nullptr) {
         std::string extra;
-        for (const auto& [name, value] : result.extra) absl::StrAppend(&extra, " ", name, " ", value);
+        for (const auto& [name, value] : result.extra)
+          absl::StrAppend(&extra, " ", name, " ", value);
         std::fprintf(options.out, "eval: %s (step %lld): test loss %.4f accuracy %.4f%s (%.2f s)\n",
                      path.c_str(), static_cast<long long>(step), result.loss, result.accuracy,
                      extra.c_str(), seconds);

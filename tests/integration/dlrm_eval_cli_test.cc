@@ -61,16 +61,16 @@ TEST(DlrmEvalCliTest, EvalOfTheCheckpointReportsTrainsFigures) {
   fs::create_directories(dir);
   const std::string run_dir = dir + "/run";
   const Ran train = run({PSFLOW_BINARY_PATH, "train", "--model", "dlrm", "--data-dir",
-                         "generated:2000:5", "--num-ps", "2", "--num-workers", "1", "--epochs",
-                         "1", "--batch-size", "64", "--run-dir", run_dir, "--insecure"},
+                         "generated:2000:5", "--num-ps", "2", "--num-workers", "1", "--epochs", "1",
+                         "--batch-size", "64", "--run-dir", run_dir, "--insecure"},
                         absl::Seconds(120));
   ASSERT_EQ(train.exit_code, 0) << train.out << train.err;
   const nlohmann::json summary = read_json(run_dir + "/summary.json");
   ASSERT_TRUE(summary.contains("test_auc")) << summary.dump(2);
   const std::string checkpoint = only_checkpoint(run_dir);
 
-  const Ran eval = run({PSFLOW_BINARY_PATH, "eval", "--run-dir", run_dir, "--once"},
-                       absl::Seconds(60));
+  const Ran eval =
+      run({PSFLOW_BINARY_PATH, "eval", "--run-dir", run_dir, "--once"}, absl::Seconds(60));
   ASSERT_EQ(eval.exit_code, 0) << eval.out << eval.err;
   EXPECT_THAT(eval.out, HasSubstr("1 checkpoint(s) evaluated"));
   EXPECT_THAT(eval.out, HasSubstr(" auc "));
