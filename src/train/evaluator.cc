@@ -188,7 +188,14 @@ absl::StatusOr<int> run_evaluator(const EvaluatorOptions& options) {
                              {"test_loss", result.loss},
                              {"test_accuracy", result.accuracy},
                              {"seconds", seconds}};
-      for (const auto& [name, value] : result.extra) line["test_" + name] = value;
+      for (const auto& [name, value] : result.extra) {
+        // A count (dlrm's "examples") is written as the integer it is.
+        if (name == "examples") {
+          line["test_" + name] = static_cast<int64_t>(value);
+        } else {
+          line["test_" + name] = value;
+        }
+      }
       metrics << line.dump() << "\n";
       metrics.flush();
       PSFLOW_RETURN_IF_ERROR(events.add_scalar("eval/test_loss", result.loss, step));
