@@ -169,6 +169,14 @@ absl::StatusOr<int> run_evaluator(const EvaluatorOptions& options) {
       PSFLOW_RETURN_IF_ERROR(stop_reason(options));
       const absl::Time start = absl::Now();
       absl::Status restored = checkpoint.restore(path);
+      if (absl::IsNotFound(restored) && fs::exists(path)) {
+        // A variable of the model is not in the checkpoint: most likely a
+        // checkpoint of another model's run.
+        restored = absl::NotFoundError(
+            absl::StrCat(restored.message(), "; ", options.run_dir, "/", kRunConfigFile,
+                         " names the model ", std::string(model.name()),
+                         ", whose checkpoints hold it: is ", path, " of another model's run?"));
+      }
       if (restored.ok()) restored = model.restore_for_evaluation(path);
       if (!restored.ok()) {
         if (!fs::exists(path)) {  // Deleted by max_to_keep meanwhile.

@@ -108,5 +108,37 @@ TEST(DlrmEvalCliTest, EvalOfTheCheckpointReportsTrainsFigures) {
   fs::remove_all(dir);
 }
 
+TEST(DlrmEvalCliTest, ACheckpointOfAnotherModelIsNamedAsSuch) {
+  const std::string dir = ::testing::TempDir() + "/psflow-dlrm-eval-other";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string dlrm_dir = dir + "/dlrm";
+  const Ran dlrm = run({PSFLOW_BINARY_PATH, "train", "--model", "dlrm", "--data-dir",
+                        "generated:400:1", "--num-ps", "1", "--num-workers", "1", "--epochs", "1",
+                        "--batch-size", "64", "--run-dir", dlrm_dir, "--insecure"},
+                       absl::Seconds(120));
+  ASSERT_EQ(dlrm.exit_code, 0) << dlrm.out << dlrm.err;
+  const std::string other_dir = dir + "/wide_deep";
+  const Ran other =
+      run({PSFLOW_BINARY_PATH, "train", "--model", "wide_deep", "--num-ps", "1", "--num-workers",
+           "1", "--epochs", "1", "--batch-size", "1024", "--run-dir", other_dir, "--insecure"},
+          absl::Seconds(120));
+  ASSERT_EQ(other.exit_code, 0) << other.out << other.err;
+  // The dlrm run's config.json beside the wide_deep run's checkpoint.
+  const std::string mixed = dir + "/mixed";
+  fs::create_directories(mixed + "/checkpoints");
+  fs::copy_file(dlrm_dir + "/config.json", mixed + "/config.json");
+  const std::string checkpoint = only_checkpoint(other_dir);
+  fs::copy(checkpoint, mixed + "/checkpoints/" + fs::path(checkpoint).filename().string(),
+           fs::copy_options::recursive);
+  const Ran eval =
+      run({PSFLOW_BINARY_PATH, "eval", "--run-dir", mixed, "--once"}, absl::Seconds(60));
+  EXPECT_EQ(eval.exit_code, 2) << eval.out << eval.err;
+  EXPECT_THAT(eval.err, HasSubstr("no variable 'bottom/dense_0/"));
+  EXPECT_THAT(eval.err, HasSubstr("names the model dlrm"));
+  EXPECT_THAT(eval.err, HasSubstr("of another model's run?"));
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace psflow::internal
