@@ -25,7 +25,7 @@ constexpr CommandHelp kEvalHelp = {
     R"(Runs beside `psflow train --run-dir DIR`: evaluates each new checkpoint of
 DIR/checkpoints on the test set, reading the checkpoint files only (it never
 talks to the parameter servers), appends the metrics to DIR/eval/metrics.jsonl
-(test loss and accuracy, and test AUC for wide_deep) and TensorBoard events to
+(test loss and accuracy, and test AUC for wide_deep and dlrm) and TensorBoard events to
 DIR/eval, and exits once training has finished. Any model and strategy: it
 rebuilds the model and its test set from DIR/config.json, which psflow train
 writes when training starts (a run without one is named, with the reason).

@@ -99,9 +99,10 @@ absl::Status DlrmModel::load(const TrainOptions& options) {
 absl::StatusOr<std::vector<ShardedVariable>> DlrmModel::create_variables(uint64_t seed) {
   ParameterServerStrategy* strategy = get_strategy();
   if (strategy == nullptr) {
-    return absl::FailedPreconditionError(
-        "dlrm's embedding table lives on parameter servers: its variables can only be made in a "
-        "ParameterServerStrategy scope (psflow eval does not evaluate dlrm runs yet)");
+    // psflow eval: the dense layers here, the table from each checkpoint.
+    table_ = DynamicEmbedding();
+    spec_.table = Structure();
+    return create_dense_variables(seed);
   }
   DynamicEmbeddingOptions o;
   o.dim = extra_.embedding_dim;
@@ -114,6 +115,10 @@ absl::StatusOr<std::vector<ShardedVariable>> DlrmModel::create_variables(uint64_
   o.capacity_per_shard = extra_.capacity_per_shard;
   PSFLOW_ASSIGN_OR_RETURN(table_, DynamicEmbedding::get_variable(*strategy, kDlrmTableName, o));
   spec_.table = table_.handle();
+  return create_dense_variables(seed);
+}
+
+absl::StatusOr<std::vector<ShardedVariable>> DlrmModel::create_dense_variables(uint64_t seed) {
   PSFLOW_ASSIGN_OR_RETURN(std::vector<Tensor> initial, initial_dlrm_parameters(spec_, seed));
   const std::vector<std::string> names = spec_.parameter_names();
   std::vector<ShardedVariable> vars;
@@ -141,7 +146,15 @@ std::unique_ptr<EpochTotals> DlrmModel::new_totals() const {
 
 absl::StatusOr<ModelMetrics> DlrmModel::evaluate(
     const std::vector<ShardedVariable>& variables) const {
-  if (!table_.valid()) return absl::FailedPreconditionError("dlrm: the table was not created");
+  if (!table_.valid() && !checkpoint_table_.has_value()) {
+    return absl::FailedPreconditionError("dlrm: the table was not created");
+  }
+  if (!table_.valid() && checkpoint_table_->options().dim != extra_.embedding_dim) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("dlrm: the checkpoint's table '", kDlrmTableName, "' has dim ",
+                     checkpoint_table_->options().dim, " but the model's embedding_dim is ",
+                     extra_.embedding_dim, "; evaluate with the run's own config.json"));
+  }
   const DlrmExamples& test = data_->test;
   const int64_t n = test.size();
   PSFLOW_ASSIGN_OR_RETURN(std::vector<Tensor> params, read_values(variables));
@@ -152,7 +165,8 @@ absl::StatusOr<ModelMetrics> DlrmModel::evaluate(
     const int64_t end = std::min(n, begin + kEvalChunk);
     const DlrmExamples chunk = test.slice(begin, end);
     PSFLOW_ASSIGN_OR_RETURN(nn::UniqueIds unique, nn::unique_ids(chunk.keys));
-    PSFLOW_ASSIGN_OR_RETURN(Tensor rows, table_.lookup(unique.values));
+    PSFLOW_ASSIGN_OR_RETURN(Tensor rows, table_.valid() ? table_.lookup(unique.values)
+                                                        : checkpoint_table_->lookup(unique.values));
     const DlrmBatch batch{chunk.dense, unique.index, std::move(rows), chunk.labels};
     PSFLOW_ASSIGN_OR_RETURN(Tensor logits, dlrm_logits(spec_, params, batch));
     PSFLOW_ASSIGN_OR_RETURN(Tensor labels, chunk.labels.reshape({end - begin, 1}));
@@ -161,8 +175,19 @@ absl::StatusOr<ModelMetrics> DlrmModel::evaluate(
     PSFLOW_RETURN_IF_ERROR(auc.update(labels, loss.probabilities));
     PSFLOW_RETURN_IF_ERROR(accuracy.update(labels, loss.probabilities));
   }
-  return ModelMetrics{
+  ModelMetrics out{
       n > 0 ? loss_sum / static_cast<double>(n) : 0.0, accuracy.result(), {{"auc", auc.result()}}};
+  // psflow eval also says how many examples its figures cover.
+  if (!table_.valid()) out.extra.emplace_back("examples", static_cast<double>(n));
+  return out;
+}
+
+absl::Status DlrmModel::restore_for_evaluation(const std::string& checkpoint_dir) {
+  checkpoint_table_.reset();
+  PSFLOW_ASSIGN_OR_RETURN(CheckpointTable table,
+                          CheckpointTable::read(checkpoint_dir, kDlrmTableName));
+  checkpoint_table_ = std::move(table);
+  return absl::OkStatus();
 }
 
 std::string DlrmModel::run_config(const TrainOptions& o) const {

@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -23,6 +24,7 @@
 
 #include "absl/status/statusor.h"
 #include "psflow/dynamic_embedding.h"
+#include "train/checkpoint_table.h"
 #include "train/dlrm_data.h"
 #include "train/dlrm_model.h"
 #include "train/model.h"
@@ -65,7 +67,9 @@ class DlrmModel final : public Model {
   [[nodiscard]] absl::Status load(const TrainOptions& options) override;
   [[nodiscard]] int64_t train_examples() const override { return data_->train.size(); }
   // The dense layers, and the table on every ps task of the current
-  // strategy (FAILED_PRECONDITION outside a ParameterServerStrategy scope).
+  // strategy; outside a strategy scope (psflow eval), the dense layers
+  // only: the table is then read from each checkpoint by
+  // restore_for_evaluation().
   [[nodiscard]] absl::StatusOr<std::vector<ShardedVariable>> create_variables(
       uint64_t seed) override;
   [[nodiscard]] std::string_view step_function() const override;
@@ -75,9 +79,14 @@ class DlrmModel final : public Model {
   [[nodiscard]] std::unique_ptr<EpochTotals> new_totals() const override;
   // On the coordinator, chunk by chunk, looking up only each chunk's keys.
   // A test key the training never saw gets its row created (with the
-  // initializer's values) by that lookup, as in TFRA.
+  // initializer's values) by that lookup, as in TFRA. In psflow eval, the
+  // rows come from the checkpoint's table (CheckpointTable: absent keys
+  // read as the same initial rows, without creating any).
   [[nodiscard]] absl::StatusOr<ModelMetrics> evaluate(
       const std::vector<ShardedVariable>& variables) const override;
+  // Reads the table kDlrmTableName of the checkpoint (NOT_FOUND naming the
+  // tables it holds when it has none of that name: not a dlrm checkpoint).
+  [[nodiscard]] absl::Status restore_for_evaluation(const std::string& checkpoint_dir) override;
   void add_summary_fields(const TrainOptions& options, const TrainSummary& run,
                           nlohmann::json& summary) const override;
   [[nodiscard]] std::vector<std::string> parameter_names() const override {
@@ -89,12 +98,17 @@ class DlrmModel final : public Model {
   [[nodiscard]] const DynamicEmbedding& table() const { return table_; }
 
  private:
+  // The dense layers' variables, in the current scope.
+  [[nodiscard]] absl::StatusOr<std::vector<ShardedVariable>> create_dense_variables(uint64_t seed);
+
   DlrmOptions extra_;
   DlrmDataSource source_;                 // set by load()
   std::shared_ptr<const DlrmData> data_;  // set by load()
   DlrmSpec spec_;                         // its table set by create_variables()
   std::string optimizer_;                 // set by load()
   DynamicEmbedding table_;
+  // psflow eval's table (no strategy): set by restore_for_evaluation().
+  std::optional<CheckpointTable> checkpoint_table_;
 };
 
 }  // namespace psflow::internal

@@ -169,6 +169,15 @@ absl::StatusOr<int> run_evaluator(const EvaluatorOptions& options) {
       PSFLOW_RETURN_IF_ERROR(stop_reason(options));
       const absl::Time start = absl::Now();
       absl::Status restored = checkpoint.restore(path);
+      if (absl::IsNotFound(restored) && fs::exists(path)) {
+        // A variable of the model is not in the checkpoint: most likely a
+        // checkpoint of another model's run.
+        restored = absl::NotFoundError(
+            absl::StrCat(restored.message(), "; ", options.run_dir, "/", kRunConfigFile,
+                         " names the model ", std::string(model.name()),
+                         ", whose checkpoints hold it: is ", path, " of another model's run?"));
+      }
+      if (restored.ok()) restored = model.restore_for_evaluation(path);
       if (!restored.ok()) {
         if (!fs::exists(path)) {  // Deleted by max_to_keep meanwhile.
           if (options.out != nullptr) {
@@ -187,7 +196,14 @@ absl::StatusOr<int> run_evaluator(const EvaluatorOptions& options) {
                              {"test_loss", result.loss},
                              {"test_accuracy", result.accuracy},
                              {"seconds", seconds}};
-      for (const auto& [name, value] : result.extra) line["test_" + name] = value;
+      for (const auto& [name, value] : result.extra) {
+        // A count (dlrm's "examples") is written as the integer it is.
+        if (name == "examples") {
+          line["test_" + name] = static_cast<int64_t>(value);
+        } else {
+          line["test_" + name] = value;
+        }
+      }
       metrics << line.dump() << "\n";
       metrics.flush();
       PSFLOW_RETURN_IF_ERROR(events.add_scalar("eval/test_loss", result.loss, step));
@@ -196,9 +212,12 @@ absl::StatusOr<int> run_evaluator(const EvaluatorOptions& options) {
         PSFLOW_RETURN_IF_ERROR(events.add_scalar("eval/test_" + name, value, step));
       }
       if (options.out != nullptr) {
-        std::fprintf(options.out, "eval: %s (step %lld): test loss %.4f accuracy %.4f (%.2f s)\n",
+        std::string extra;
+        for (const auto& [name, value] : result.extra)
+          absl::StrAppend(&extra, " ", name, " ", value);
+        std::fprintf(options.out, "eval: %s (step %lld): test loss %.4f accuracy %.4f%s (%.2f s)\n",
                      path.c_str(), static_cast<long long>(step), result.loss, result.accuracy,
-                     seconds);
+                     extra.c_str(), seconds);
         std::fflush(options.out);
       }
       done.insert(step);

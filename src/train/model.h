@@ -123,6 +123,15 @@ class Model {
   // tasks hold them now.
   [[nodiscard]] virtual absl::StatusOr<ModelMetrics> evaluate(
       const std::vector<ShardedVariable>& variables) const = 0;
+  // `psflow eval` only (variables made outside any strategy scope), after
+  // it restored `variables` from the checkpoint directory `checkpoint_dir`
+  // and before evaluate(): reads what the model keeps beside its variables
+  // (a dynamic embedding table) from that checkpoint. Errors name the
+  // checkpoint and what it lacks.
+  [[nodiscard]] virtual absl::Status restore_for_evaluation(const std::string& checkpoint_dir) {
+    (void)checkpoint_dir;
+    return absl::OkStatus();
+  }
 
   // The names its parameters are checkpointed under, in parameter order:
   // the names create_variables() gives them in a fresh strategy scope, so
