@@ -347,9 +347,8 @@ grpc::ServerUnaryReactor* VariableServiceImpl::OpenSharedMemory(
   auto* call = parse_call<v1::OpenSharedMemoryRequest, v1::OpenSharedMemoryResponse>(
       *raw_request, raw_response, &reactor);
   if (call == nullptr) return reactor;
-  absl::StatusOr<SharedMemorySessions::Opened> opened =
-      shared_memory_.open(*caller, call->request().boot_id(), call->request().pid_namespace(),
-                          call->request().bytes());
+  absl::StatusOr<SharedMemorySessions::Opened> opened = shared_memory_.open(
+      *caller, call->request().boot_id(), call->request().pid_namespace(), call->request().bytes());
   if (!opened.ok()) {
     call->finish(to_grpc_status(opened.status()));
     return reactor;
