@@ -6,6 +6,9 @@
 // copy out, no encryption or socket work); the messages stay on gRPC.
 #include <grpcpp/client_context.h>
 #include <grpcpp/generic/generic_stub.h>
+#include <grpcpp/impl/codegen/proto_utils.h>
+#include <grpcpp/support/proto_buffer_reader.h>
+#include <grpcpp/support/proto_buffer_writer.h>
 
 #include <algorithm>
 #include <memory>
@@ -126,35 +129,29 @@ class GrpcVariableClient final : public VariableClient {
     SharedMemoryClientSession::Slice slice;
     std::optional<ExecuteBatch> batch;
     absl::Time deadline;
-    // The variables of the ops that answer, in result order (empty when
-    // the order is not known): their answers' sizes become hints.
-    std::vector<std::string> answer_names;
   };
 
-  static std::vector<std::string> answer_names(const ExecuteBatch& batch) {
+  // Remembers how large each variable's answer was, so that the next call
+  // reading it without a destination buffer asks for room for it. Answers
+  // are matched to the ops that give one each; a batch with ops giving
+  // several (SNAPSHOT, DE_EXPORT) is skipped.
+  void note_answer_sizes(const ExecuteBatch& batch, const std::vector<Tensor>& results) {
     using Op = v1::VariableOp;
-    std::vector<std::string> names;
+    std::vector<const std::string*> names;
     for (const VariableOpArgs& op : batch.ops) {
       if (op.kind == Op::READ || op.kind == Op::GATHER || op.kind == Op::DE_LOOKUP ||
           op.kind == Op::DE_STATS) {
-        names.push_back(op.variable);
+        names.push_back(&op.variable);
       } else if (op.kind == Op::SNAPSHOT || op.kind == Op::DE_EXPORT) {
-        return {};  // Several answers each.
+        return;
       }
     }
-    return names;
-  }
-
-  // Remembers how large each variable's answer was, so that the next call
-  // reading it without a destination buffer asks for room for it.
-  void note_answer_sizes(const std::vector<std::string>& names,
-                         const std::vector<Tensor>& results) {
     if (names.size() != results.size()) return;
     absl::MutexLock lock(&hints_mu_);
     // Bounded: a client touching very many variables starts over.
     if (result_hints_.size() > 65536) result_hints_.clear();
     for (size_t i = 0; i < names.size(); ++i) {
-      result_hints_[names[i]] = content_bytes(results[i], WireDType::kFloat32);
+      result_hints_[*names[i]] = content_bytes(results[i], WireDType::kFloat32);
     }
   }
 
@@ -194,7 +191,6 @@ class GrpcVariableClient final : public VariableClient {
       call->session = std::move(session);
       call->slice = *slice;
       call->batch = batch;  // Shares the tensors: cheap.
-      call->answer_names = answer_names(batch);
       call->deadline = deadline;
     } else {
       call->request = encode_execute_request(batch);
@@ -328,20 +324,17 @@ class GrpcVariableClient final : public VariableClient {
 
   template <typename Message>
   static grpc::ByteBuffer serialize(const Message& message) {
-    std::string bytes = message.SerializeAsString();
-    grpc::Slice slice(bytes);
-    return grpc::ByteBuffer(&slice, 1);
+    grpc::ByteBuffer out;
+    bool own_buffer = false;
+    // Fails only past protobuf's 2 GiB: these messages are a few bytes.
+    (void)grpc::GenericSerialize<grpc::ProtoBufferWriter, Message>(message, &out, &own_buffer);
+    return out;
   }
 
   template <typename Message>
   static bool parse(const grpc::ByteBuffer& buffer, Message* message) {
-    std::vector<grpc::Slice> slices;
-    if (!buffer.Dump(&slices).ok()) return false;
-    std::string bytes;
-    for (const grpc::Slice& slice : slices) {
-      bytes.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
-    }
-    return message->ParseFromString(bytes);
+    grpc::ByteBuffer copy(buffer);  // Shares the slices; the reader needs a mutable buffer.
+    return grpc::GenericDeserialize<grpc::ProtoBufferReader, Message>(&copy, message).ok();
   }
 
   // The result buffers of `batch`'s READ and GATHER ops in result order;
@@ -441,7 +434,7 @@ class GrpcVariableClient final : public VariableClient {
             absl::StrCat("the ps sent an ExecuteResponse this client cannot read: ",
                          results.status().message())));
       } else if (call->session != nullptr) {
-        note_answer_sizes(call->answer_names, *results);
+        note_answer_sizes(*call->batch, *results);
       }
     } else {
       absl::Status error = annotate(from_grpc_status(status));
