@@ -6,16 +6,25 @@
 // directly (no queue, no dispatcher): the floor for BM_RoundTrip.
 //
 // The BM_Grpc* benchmarks run real worker processes (a LocalCluster of
-// 1 ps + 2 workers on loopback); targets: >= 20,000 closures/s and p50 <
-// 200 us. Their baseline is BM_GrpcUnaryFloor, one plain unary gRPC call
-// (GetStatus) to the same worker: what an RPC per closure would cost (the
-// coordinator sends closures on one stream per worker instead).
+// 1 ps + 2 workers on loopback); targets: >= 50,000 closures/s with 32 in
+// flight per worker, and a p50 round trip of at most 100 us where the
+// host's own loopback round trip allows it. Their baseline is BM_GrpcUnaryFloor, one plain unary
+// gRPC call (GetStatus) to the same worker: what an RPC per closure would cost (the coordinator
+// sends closures on one stream per worker instead). BM_TcpPingPong is the floor under both: one
+// byte each way over a raw loopback TCP connection between two threads, what this host's scheduler
+// and loopback cost per round trip before any RPC layer.
+#include <arpa/inet.h>
 #include <benchmark/benchmark.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <memory>
 #include <optional>
+#include <thread>
 #include <vector>
 
 #include "absl/synchronization/notification.h"
@@ -266,8 +275,63 @@ void BM_GrpcUnaryFloor(benchmark::State& state) {
             .count());
   }
   set_percentiles(state, micros);
+  state.SetLabel("baseline=BM_TcpPingPong/real_time");
 }
 BENCHMARK(BM_GrpcUnaryFloor)->UseRealTime();
+
+// A byte to an echo thread and back over loopback TCP (TCP_NODELAY both
+// ends), blocking reads: the host's floor for any RPC round trip.
+void BM_TcpPingPong(benchmark::State& state) {
+  const int listener = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof(address);
+  if (listener < 0 || bind(listener, reinterpret_cast<sockaddr*>(&address), length) != 0 ||
+      listen(listener, 1) != 0 ||
+      getsockname(listener, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
+    state.SkipWithError("could not listen on loopback");
+    if (listener >= 0) close(listener);
+    return;
+  }
+  const int client = socket(AF_INET, SOCK_STREAM, 0);
+  if (client < 0 || connect(client, reinterpret_cast<sockaddr*>(&address), length) != 0) {
+    state.SkipWithError("could not connect on loopback");
+    close(listener);
+    if (client >= 0) close(client);
+    return;
+  }
+  const int server = accept(listener, nullptr, nullptr);
+  close(listener);
+  const int one = 1;
+  setsockopt(client, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  setsockopt(server, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  // Echoes until the client closes its end (a read of 0).
+  std::thread echo([server] {
+    char byte;
+    while (read(server, &byte, 1) == 1) {
+      if (write(server, &byte, 1) != 1) break;
+    }
+  });
+  std::vector<double> micros;
+  char byte = 'x';
+  for (auto _ : state) {
+    const auto start = std::chrono::steady_clock::now();
+    if (write(client, &byte, 1) != 1 || read(client, &byte, 1) != 1) {
+      state.SkipWithError("loopback ping-pong failed");
+      break;
+    }
+    micros.push_back(
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
+            .count());
+  }
+  shutdown(client, SHUT_WR);
+  echo.join();
+  close(client);
+  close(server);
+  set_percentiles(state, micros);
+}
+BENCHMARK(BM_TcpPingPong)->UseRealTime();
 
 }  // namespace
 }  // namespace psflow::internal

@@ -559,7 +559,9 @@ void add_train_flags(CLI::App& app, TrainFlags& flags) {
           },
           "0 to 2^64-1");
   app.add_option("--steps-per-execution", o.steps_per_execution,
-                 "Training steps per scheduled closure")
+                 "Training steps per scheduled closure (TF's steps_per_execution, 1 in "
+                 "Keras): every step still pulls the parameters and pushes its gradients; the "
+                 "closure's dispatch and round trip are paid once per closure")
       ->capture_default_str();
   app.add_option("--overlap", flags.overlap,
                  "on: within a closure's steps (--steps-per-execution), push gradients as the "
