@@ -89,30 +89,6 @@ absl::StatusOr<Dataset> make_dlrm_dataset(const DatasetContext& ctx, const Struc
   return batching.batches(ctx, data->train.to_structure(), data->train.size());
 }
 
-Structure::Fields DlrmStepMetrics::fields() const {
-  return {{"auc", auc.to_structure()}, {"accuracy", accuracy.to_structure()}};
-}
-
-absl::StatusOr<DlrmStepMetrics> DlrmStepMetrics::from_structure(const Structure& s) {
-  DlrmStepMetrics m;
-  PSFLOW_ASSIGN_OR_RETURN(const Structure* auc,
-                          kStepResultArgs.field(s, "auc", Structure::Kind::kDict));
-  PSFLOW_ASSIGN_OR_RETURN(m.auc, nn::AUC::from_structure(*auc));
-  PSFLOW_ASSIGN_OR_RETURN(const Structure* acc,
-                          kStepResultArgs.field(s, "accuracy", Structure::Kind::kDict));
-  PSFLOW_ASSIGN_OR_RETURN(m.accuracy, nn::BinaryAccuracy::from_structure(*acc));
-  return m;
-}
-
-absl::Status DlrmStepMetrics::merge(const DlrmStepMetrics& other) {
-  PSFLOW_RETURN_IF_ERROR(auc.merge(other.auc));
-  return accuracy.merge(other.accuracy);
-}
-
-ModelMetrics DlrmStepMetrics::figures(const StepSums& sums) const {
-  return {sums.mean_loss(), accuracy.result(), {{"auc", auc.result()}}};
-}
-
 absl::StatusOr<Structure> run_dlrm_steps(WorkerContext& ctx, const Structure& args) {
   PSFLOW_ASSIGN_OR_RETURN(DlrmStepConfig config,
                           DlrmStepConfig::from_structure(args, kClosure.args));

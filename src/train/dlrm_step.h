@@ -6,6 +6,7 @@
 
 #include "absl/status/statusor.h"
 #include "psflow/nn.h"
+#include "train/binary_step_metrics.h"
 #include "train/dlrm_model.h"
 #include "train/step_runner.h"
 
@@ -26,19 +27,8 @@ inline constexpr char kDlrmDataset[] = "train/dlrm_data";
 
 using DlrmStepConfig = StepConfig<DlrmSpec>;
 
-// The model's entries of a closure result: the states of its AUC and
-// accuracy metrics, which the coordinator merges.
-// Thread-safety: as nn's metrics (internally locked).
-struct DlrmStepMetrics {
-  nn::AUC auc;
-  nn::BinaryAccuracy accuracy;
-
-  [[nodiscard]] Structure::Fields fields() const;
-  [[nodiscard]] static absl::StatusOr<DlrmStepMetrics> from_structure(const Structure& s);
-  [[nodiscard]] absl::Status merge(const DlrmStepMetrics& other);
-  // Loss, accuracy and "auc".
-  [[nodiscard]] ModelMetrics figures(const StepSums& sums) const;
-};
+// The model's entries of a closure result: its AUC and accuracy states.
+using DlrmStepMetrics = BinaryStepMetrics;
 
 // Runs config.steps steps on ctx's worker: next batch -> distinct keys ->
 // the table's rows of those keys (one lookup per ps task holding some, in

@@ -93,30 +93,6 @@ absl::StatusOr<Dataset> make_wide_deep_dataset(const DatasetContext& ctx, const 
   return batching.batches(ctx, data->train.to_structure(), data->train.size());
 }
 
-Structure::Fields WideDeepStepMetrics::fields() const {
-  return {{"auc", auc.to_structure()}, {"accuracy", accuracy.to_structure()}};
-}
-
-absl::StatusOr<WideDeepStepMetrics> WideDeepStepMetrics::from_structure(const Structure& s) {
-  WideDeepStepMetrics m;
-  PSFLOW_ASSIGN_OR_RETURN(const Structure* auc,
-                          kStepResultArgs.field(s, "auc", Structure::Kind::kDict));
-  PSFLOW_ASSIGN_OR_RETURN(m.auc, nn::AUC::from_structure(*auc));
-  PSFLOW_ASSIGN_OR_RETURN(const Structure* acc,
-                          kStepResultArgs.field(s, "accuracy", Structure::Kind::kDict));
-  PSFLOW_ASSIGN_OR_RETURN(m.accuracy, nn::BinaryAccuracy::from_structure(*acc));
-  return m;
-}
-
-absl::Status WideDeepStepMetrics::merge(const WideDeepStepMetrics& other) {
-  PSFLOW_RETURN_IF_ERROR(auc.merge(other.auc));
-  return accuracy.merge(other.accuracy);
-}
-
-ModelMetrics WideDeepStepMetrics::figures(const StepSums& sums) const {
-  return {sums.mean_loss(), accuracy.result(), {{"auc", auc.result()}}};
-}
-
 absl::StatusOr<Structure> run_wide_deep_steps(WorkerContext& ctx, const Structure& args) {
   return run_training_steps<WideDeepSpec, WideDeepStepMetrics>(ctx, args, kClosure,
                                                                &wide_deep_step);

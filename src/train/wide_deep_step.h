@@ -6,6 +6,7 @@
 
 #include "absl/status/statusor.h"
 #include "psflow/nn.h"
+#include "train/binary_step_metrics.h"
 #include "train/step_runner.h"
 #include "train/wide_deep_model.h"
 
@@ -26,19 +27,8 @@ inline constexpr char kWideDeepDataset[] = "train/wide_deep_data";
 
 using WideDeepStepConfig = StepConfig<WideDeepSpec>;
 
-// The model's entries of a closure result: the states of its AUC and
-// accuracy metrics, which the coordinator merges.
-// Thread-safety: as nn's metrics (internally locked).
-struct WideDeepStepMetrics {
-  nn::AUC auc;
-  nn::BinaryAccuracy accuracy;
-
-  [[nodiscard]] Structure::Fields fields() const;
-  [[nodiscard]] static absl::StatusOr<WideDeepStepMetrics> from_structure(const Structure& s);
-  [[nodiscard]] absl::Status merge(const WideDeepStepMetrics& other);
-  // Loss, accuracy and "auc".
-  [[nodiscard]] ModelMetrics figures(const StepSums& sums) const;
-};
+// The model's entries of a closure result: its AUC and accuracy states.
+using WideDeepStepMetrics = BinaryStepMetrics;
 using WideDeepStepResult = StepResult<WideDeepStepMetrics>;
 
 // Runs config.steps steps on ctx's worker: next batch -> unique ids ->
