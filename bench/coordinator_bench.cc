@@ -51,6 +51,11 @@ std::unique_ptr<ClusterCoordinator> make_coordinator(benchmark::State& state, in
   return *std::move(c);
 }
 
+double micros_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
+      .count();
+}
+
 void set_percentiles(benchmark::State& state, std::vector<double>& micros) {
   if (micros.empty()) return;
   std::sort(micros.begin(), micros.end());
@@ -124,9 +129,7 @@ void BM_RoundTrip(benchmark::State& state) {
       state.SkipWithError("closure failed");
       return;
     }
-    micros.push_back(
-        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
-            .count());
+    micros.push_back(micros_since(start));
   }
   set_percentiles(state, micros);
   state.SetLabel("baseline=BM_WorkerRoundTrip/real_time");
@@ -151,9 +154,7 @@ void BM_WorkerRoundTrip(benchmark::State& state) {
       state.SkipWithError("run failed");
       return;
     }
-    micros.push_back(
-        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
-            .count());
+    micros.push_back(micros_since(start));
   }
   set_percentiles(state, micros);
 }
@@ -242,9 +243,7 @@ void BM_GrpcRoundTrip(benchmark::State& state) {
       state.SkipWithError("closure failed");
       return;
     }
-    micros.push_back(
-        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
-            .count());
+    micros.push_back(micros_since(start));
   }
   set_percentiles(state, micros);
   state.SetLabel("baseline=BM_GrpcUnaryFloor/real_time");
@@ -270,9 +269,7 @@ void BM_GrpcUnaryFloor(benchmark::State& state) {
       state.SkipWithError(status.status().ToString().c_str());
       return;
     }
-    micros.push_back(
-        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
-            .count());
+    micros.push_back(micros_since(start));
   }
   set_percentiles(state, micros);
   state.SetLabel("baseline=BM_TcpPingPong/real_time");
@@ -321,9 +318,7 @@ void BM_TcpPingPong(benchmark::State& state) {
       state.SkipWithError("loopback ping-pong failed");
       break;
     }
-    micros.push_back(
-        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
-            .count());
+    micros.push_back(micros_since(start));
   }
   shutdown(client, SHUT_WR);
   echo.join();
