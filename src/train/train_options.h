@@ -35,8 +35,8 @@ struct TrainOptions {
   // Training steps per scheduled closure (TF's steps_per_execution, whose
   // Keras default is 1). 10 by default: each step still pulls and pushes
   // its own parameters and gradients, but the coordinator's dispatch and
-  // the closure's round trip are paid once per 10 steps (measured in
-  // docs/benchmarks.md, "Steps per closure").
+  // the closure's round trip are paid once per 10 steps (docs/benchmarks.md:
+  // "With 10 steps per closure" and the step profile "After").
   int64_t steps_per_execution = 10;
   // Overlap pushes and reads with computation within a closure's steps
   // (train/overlapped_steps.h; the classifiers only).
