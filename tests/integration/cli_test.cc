@@ -59,11 +59,11 @@ TEST(CliTest, NoSubcommandIsAnError) {
 TEST(CliTest, TrainOneEpochOnFashionMnist) {
   const std::string run_dir = ::testing::TempDir() + "/psflow-train-one-epoch";
   std::filesystem::remove_all(run_dir);
-  // 937 steps at 10 per closure: the last closure runs the remaining 7.
-  TestProcess psflow(
-      {PSFLOW_BINARY_PATH, "train", "--num-ps", "1", "--num-workers", "2", "--epochs", "1",
-       "--batch-size", "64", "--steps-per-execution", "10", "--run-dir", run_dir},
-      test_environment());
+  // 937 steps at 10 per closure (the default): the last closure runs the
+  // remaining 7.
+  TestProcess psflow({PSFLOW_BINARY_PATH, "train", "--num-ps", "1", "--num-workers", "2",
+                      "--epochs", "1", "--batch-size", "64", "--run-dir", run_dir},
+                     test_environment());
   ASSERT_GT(psflow.pid(), 0);
   const std::string out = psflow.read_stdout(absl::Now() + absl::Seconds(300));
   ASSERT_EQ(psflow.wait_exit_code(absl::Now() + absl::Seconds(30)), 0)
