@@ -35,6 +35,7 @@
 #include "psflow/structure.h"
 #include "psflow/worker_context.h"
 #include "train/mlp_streamed.h"
+#include "train/parameter_prefetch.h"
 #include "train/step_runner.h"
 #include "train/train_step.h"
 
@@ -60,6 +61,13 @@ struct LayerBucket {
 // more than the overlap it buys (measured: docs/benchmarks.md).
 inline constexpr int64_t kOverlapBucketBytes = 256 * 1024;
 
+// How late, in the carrying closure's mean step times after its end, the
+// next closure on the worker may start and still use the read carried to
+// it: with a closure already waiting on the worker it starts at once; a
+// later one reads afresh, so a carried read is never much older than the
+// read of a step within a closure.
+inline constexpr int64_t kCarriedReadSteps = 2;
+
 // How overlapped steps reach the ps: read a bucket's parameters (kernel and
 // bias of each layer, in layer order), push its gradients (same order;
 // `last`: the step's last push, which counts the step).
@@ -76,11 +84,28 @@ struct OverlapIo {
 // Runs on the caller's thread.
 using OverlapCompute = std::function<absl::Status(int64_t step, const LayerStream& stream)>;
 
+// Where a closure's reads come from when they cross closures: `prefetch`
+// (its group b reads bucket b) outlives the closure; `first_started`: it
+// already has the read of step 0 in flight (carried from the closure
+// before; made again if it failed); `carry_next`: the last step starts the
+// read of the next closure's first step on it, as any step starts the
+// read of the step after it. Null `prefetch`: the closure reads through
+// its OverlapIo on a prefetch of its own.
+// Thread-safety: a value type.
+struct OverlapReads {
+  ParameterPrefetch* prefetch = nullptr;
+  bool first_started = false;
+  bool carry_next = false;
+};
+
 // `steps` steps with the schedule above over `buckets` (covering layers 0
 // to the last, in order): the first error of a read, a push or `compute`
-// is the result, after every push already queued has been answered.
+// is the result, after every push already queued has been answered. Each
+// step's read starts once the step before it has taken its last bucket
+// (while that step computes) and step i - 1's pushes are answered.
 [[nodiscard]] absl::Status run_overlapped(int64_t steps, const std::vector<LayerBucket>& buckets,
-                                          const OverlapIo& io, const OverlapCompute& compute);
+                                          const OverlapIo& io, const OverlapCompute& compute,
+                                          const OverlapReads& reads = {});
 
 // run_train_steps with overlap: config.steps steps of the classifier on
 // ctx's worker. `closure` names the closure and its per-worker state.
