@@ -4,8 +4,9 @@
 // Within a closure of several steps, the gradients of each bucket of
 // layers (layer_buckets) are pushed as soon as the backward pass produces
 // them (the last bucket first), and the next step's parameters are read,
-// bucket 0 first, while this step's pushes are still in flight; the forward
-// pass takes each bucket's parameters as they arrive. docs/overlap.md.
+// bucket 0 first, while this step computes and its pushes are in flight;
+// the forward pass takes each bucket's parameters as they arrive. The last
+// step reads for the next closure's first (carried_read.h). docs/overlap.md.
 //
 // Consistency: asynchronous training already reads parameters that other
 // workers are updating. With overlap a read may also miss this worker's
@@ -13,9 +14,10 @@
 // step i + 1 starts only once every push of step i - 1 has been answered,
 // so it reflects all of this worker's updates up to step i - 1 and
 // possibly some or all of step i's (a staleness of at most one step of the
-// worker's own updates; zero without overlap). Across closures there is no
-// staleness of its own: a closure returns only once its pushes are
-// answered.
+// worker's own updates; zero without overlap). The same holds across
+// closures: the read carried to the next closure starts once the
+// next-to-last step's pushes are answered, and a closure returns only once
+// all its pushes are answered.
 //
 // Exactly-once: every push goes through one thread in the order the
 // backward passes produce them, so a retried closure's pushes get the same
