@@ -81,6 +81,9 @@ absl::Status run_overlapped(int64_t steps, const std::vector<LayerBucket>& bucke
     std::vector<Tensor> pending;  // gradients of the bucket being pushed, in layer order
     bool read_started = false;    // the next step's read
     const bool last = i + 1 == steps;
+    // The next step's read waits for the pushes of the steps up to this one
+    // minus the staleness allowed.
+    const int64_t through = i - std::max<int64_t>(reads.max_staleness, 1);
     LayerStream stream;
     stream.parameters = [&](size_t layer) -> absl::StatusOr<std::vector<Tensor>> {
       if (layer >= bucket_of.size()) {
@@ -101,10 +104,11 @@ absl::Status run_overlapped(int64_t steps, const std::vector<LayerBucket>& bucke
         if (b + 1 == buckets.size() && (!last || reads.carry_next)) {
           // Step i's parameters are all here: the next step's read starts
           // now, while step i computes, once step i - 1's pushes are
-          // answered (it misses at most step i's own updates), so the
-          // link's pull direction does not idle through this computation.
+          // answered (with max_staleness 1: it misses at most step i's own
+          // updates), so the link's pull direction does not idle through
+          // this computation.
           // After the last step the next step is the next closure's first.
-          prefetch->start([pushes, i] { return pushes->wait_through(i - 1); });
+          prefetch->start([pushes, through] { return pushes->wait_through(through); });
           read_started = true;
         }
       }
@@ -139,7 +143,7 @@ absl::Status run_overlapped(int64_t steps, const std::vector<LayerBucket>& bucke
     }
     if (!read_started && !last) {
       // A computation that did not take every bucket.
-      prefetch->start([pushes, i] { return pushes->wait_through(i - 1); });
+      prefetch->start([pushes, through] { return pushes->wait_through(through); });
     }
   }
   return pushes->drain();
@@ -202,7 +206,7 @@ absl::StatusOr<Structure> run_overlapped_train_steps(WorkerContext& ctx,
     return absl::OkStatus();
   };
   PSFLOW_RETURN_IF_ERROR(run_overlapped(config.steps, buckets, io, compute,
-                                        {prefetch.get(), carried, /*carry_next=*/true}));
+                                        {prefetch.get(), carried, /*carry_next=*/true, kOverlapStaleness}));
   // The next closure uses the read only if it starts within a step time or
   // so of this one's end (kCarriedReadSteps): otherwise it reads afresh.
   const absl::Time now = absl::Now();

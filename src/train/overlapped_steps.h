@@ -63,6 +63,13 @@ struct LayerBucket {
 // more than the overlap it buys (measured: docs/benchmarks.md).
 inline constexpr int64_t kOverlapBucketBytes = 256 * 1024;
 
+// The staleness `psflow train --overlap` allows (OverlapReads::
+// max_staleness). With 1 the next step's read waits for the pushes of the
+// step before this one, which end about one computation after this step's
+// parameters arrive; 2 would start it at once, but measured no faster
+// across 1 Gbit/s links and lost accuracy (docs/benchmarks.md), so 1.
+inline constexpr int64_t kOverlapStaleness = 1;
+
 // How late, in the carrying closure's mean step times after its end, the
 // next closure on the worker may start and still use the read carried to
 // it: with a closure already waiting on the worker it starts at once; a
@@ -98,6 +105,10 @@ struct OverlapReads {
   ParameterPrefetch* prefetch = nullptr;
   bool first_started = false;
   bool carry_next = false;
+  // The most steps of this worker's own updates a read may miss (>= 1): the
+  // read of step i + 1 starts once step i - max_staleness's pushes are
+  // answered.
+  int64_t max_staleness = 1;
 };
 
 // `steps` steps with the schedule above over `buckets` (covering layers 0
