@@ -29,8 +29,7 @@ std::unique_ptr<ParameterPrefetch> counting_prefetch(size_t groups, std::atomic<
 
 // Takes every layer's parameters (recording the round each came from),
 // then pushes gradients {step + 1} for each layer, last layer first.
-OverlapCompute recording_compute(size_t layers, std::vector<float>* rounds_seen,
-                                 absl::Mutex* mu) {
+OverlapCompute recording_compute(size_t layers, std::vector<float>* rounds_seen, absl::Mutex* mu) {
   return [=](int64_t step, const LayerStream& stream) -> absl::Status {
     for (size_t l = 0; l < layers; ++l) {
       absl::StatusOr<std::vector<Tensor>> p = stream.parameters(l);
@@ -118,17 +117,16 @@ TEST(CarriedReadTest, TheNextClosuresFirstReadIsCarriedAcrossClosures) {
   std::atomic<int64_t> applied{0};
   absl::Mutex mu;
   std::vector<int64_t> applied_at_read;  // applied steps when each round began
-  auto prefetch = std::make_unique<ParameterPrefetch>(
-      buckets.size(), [&](size_t g) -> absl::StatusOr<std::vector<Tensor>> {
-        int round = rounds.load() - 1;
-        if (g == 0) {
-          round = rounds++;
-          absl::MutexLock lock(&mu);
-          applied_at_read.push_back(applied.load());
-        }
-        return std::vector<Tensor>{Tensor::from_vector<float>({static_cast<float>(round)}),
-                                   Tensor()};
-      });
+  auto prefetch = std::make_unique<
+      ParameterPrefetch>(buckets.size(), [&](size_t g) -> absl::StatusOr<std::vector<Tensor>> {
+    int round = rounds.load() - 1;
+    if (g == 0) {
+      round = rounds++;
+      absl::MutexLock lock(&mu);
+      applied_at_read.push_back(applied.load());
+    }
+    return std::vector<Tensor>{Tensor::from_vector<float>({static_cast<float>(round)}), Tensor()};
+  });
   OverlapIo io;  // reads go through `prefetch`
   io.push = [&](const LayerBucket&, std::vector<Tensor>, bool last) {
     if (last) ++applied;
@@ -165,9 +163,9 @@ TEST(CarriedReadTest, AFailedCarriedReadIsMadeAgain) {
   io.push = [](const LayerBucket&, std::vector<Tensor>, bool) { return absl::OkStatus(); };
   absl::Mutex mu;
   std::vector<float> seen;
-  absl::Status s = run_overlapped(2, layer_buckets({1}, 0), io,
-                                  recording_compute(kLayers, &seen, &mu),
-                                  {prefetch.get(), /*first_started=*/true, /*carry_next=*/false});
+  absl::Status s =
+      run_overlapped(2, layer_buckets({1}, 0), io, recording_compute(kLayers, &seen, &mu),
+                     {prefetch.get(), /*first_started=*/true, /*carry_next=*/false});
   ASSERT_TRUE(s.ok()) << s;
   EXPECT_EQ(seen, (std::vector<float>{1, 2}));
 }

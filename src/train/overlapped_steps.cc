@@ -71,10 +71,10 @@ absl::Status run_overlapped(int64_t steps, const std::vector<LayerBucket>& bucke
   std::optional<ParameterPrefetch> own;
   ParameterPrefetch* prefetch = reads.prefetch;
   if (prefetch == nullptr) {
-    prefetch = &own.emplace(buckets.size(),
-                            [&io, &buckets](size_t b) { return io.read(buckets[b]); });
+    prefetch =
+        &own.emplace(buckets.size(), [&io, &buckets](size_t b) { return io.read(buckets[b]); });
   }
-  bool carried = reads.first_started;  // step 0's read came from the closure before
+  bool carried = reads.first_started;      // step 0's read came from the closure before
   if (!carried) prefetch->start(nullptr);  // nothing of this closure pushed yet
   for (int64_t i = 0; i < steps; ++i) {
     std::vector<Tensor> taken;    // the parameters of the bucket being read
@@ -178,17 +178,17 @@ absl::StatusOr<Structure> run_overlapped_train_steps(WorkerContext& ctx,
   // The read carried from this worker's closure before, if it is of this
   // run and in time; else a prefetch of this closure's own, which it hands
   // on to the next one. Its reads hold what they read from (`shared`).
-  std::shared_ptr<CarriedRead> carry =
-      ctx.resources().get_or_create_shared<CarriedRead>(absl::StrCat(av(closure.resource), "/carried"));
+  std::shared_ptr<CarriedRead> carry = ctx.resources().get_or_create_shared<CarriedRead>(
+      absl::StrCat(av(closure.resource), "/carried"));
   const absl::Time started = absl::Now();
   std::unique_ptr<ParameterPrefetch> prefetch = carry->take(config.run_id, started);
   const bool carried = prefetch != nullptr;
   if (!carried) {
     prefetch = std::make_unique<ParameterPrefetch>(
         buckets.size(), [shared, buckets](size_t b) -> absl::StatusOr<std::vector<Tensor>> {
-          return read_values(absl::MakeConstSpan(shared->variables)
-                                 .subspan(2 * buckets[b].first,
-                                          2 * (buckets[b].end - buckets[b].first)));
+          return read_values(
+              absl::MakeConstSpan(shared->variables)
+                  .subspan(2 * buckets[b].first, 2 * (buckets[b].end - buckets[b].first)));
         });
   }
   TrainStepResult result;
@@ -205,8 +205,9 @@ absl::StatusOr<Structure> run_overlapped_train_steps(WorkerContext& ctx,
     ++result.steps;
     return absl::OkStatus();
   };
-  PSFLOW_RETURN_IF_ERROR(run_overlapped(config.steps, buckets, io, compute,
-                                        {prefetch.get(), carried, /*carry_next=*/true, kOverlapStaleness}));
+  PSFLOW_RETURN_IF_ERROR(
+      run_overlapped(config.steps, buckets, io, compute,
+                     {prefetch.get(), carried, /*carry_next=*/true, kOverlapStaleness}));
   // The next closure uses the read only if it starts within a step time or
   // so of this one's end (kCarriedReadSteps): otherwise it reads afresh.
   const absl::Time now = absl::Now();

@@ -234,9 +234,9 @@ TEST(OverlappedStepsTest, ReadMissesAtMostTwoStepsWithStalenessTwo) {
   };
   OverlapReads reads;
   reads.max_staleness = 2;
-  ASSERT_TRUE(run_overlapped(kSteps, per_layer(kLayers), io, fake_backward(kLayers, &grads, &mu),
-                             reads)
-                  .ok());
+  ASSERT_TRUE(
+      run_overlapped(kSteps, per_layer(kLayers), io, fake_backward(kLayers, &grads, &mu), reads)
+          .ok());
   EXPECT_TRUE(overlapped) << "a read waited for the pushes of the step two before it";
   ASSERT_EQ(seen.size(), static_cast<size_t>(kSteps));
   for (int64_t s = 2; s < kSteps; ++s) {
