@@ -208,8 +208,9 @@ absl::StatusOr<Structure> run_overlapped_train_steps(WorkerContext& ctx,
   PSFLOW_RETURN_IF_ERROR(
       run_overlapped(config.steps, buckets, io, compute,
                      {prefetch.get(), carried, /*carry_next=*/true, kOverlapStaleness}));
-  // The next closure uses the read only if it starts within a step time or
-  // so of this one's end (kCarriedReadSteps): otherwise it reads afresh.
+  // The next closure uses the read only if it starts within
+  // kCarriedReadSteps mean step times of this one's end; else it reads
+  // afresh.
   const absl::Time now = absl::Now();
   const absl::Duration step_time = (now - started) / std::max<int64_t>(config.steps, 1);
   carry->put(config.run_id, std::move(prefetch), now + kCarriedReadSteps * step_time);
