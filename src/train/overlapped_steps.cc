@@ -163,11 +163,7 @@ absl::StatusOr<Structure> run_overlapped_train_steps(WorkerContext& ctx,
                           static_cast<int64_t>(dtype_size(vars[l].dtype())));
   }
   const std::vector<LayerBucket> buckets = layer_buckets(layer_bytes, kOverlapBucketBytes);
-  OverlapIo io;
-  io.read = [&vars](const LayerBucket& bucket) -> absl::StatusOr<std::vector<Tensor>> {
-    return read_values(
-        absl::MakeConstSpan(vars).subspan(2 * bucket.first, 2 * (bucket.end - bucket.first)));
-  };
+  OverlapIo io;  // reads go through `prefetch` below, which outlives the closure
   io.push = [&vars, &optimizer](const LayerBucket& bucket, std::vector<Tensor> grads, bool last) {
     std::vector<GradientAndVariable> part;
     for (size_t j = 0; j < grads.size(); ++j) {
