@@ -74,10 +74,10 @@ TEST(CarriedReadTest, HandsTheReadOnlyToTheSameRunInTime) {
   EXPECT_EQ(carry.take("run", t0), nullptr) << "handed over once";
 }
 
-// Each step's read starts while the step before it computes: step 0's
-// computation does not end until step 1's read has begun (bounded by a
-// deadline), which the schedule of reading only after the computation
-// never allowed.
+// With read_during_compute each step's read starts while the step before
+// it computes: step 0's computation does not end until step 1's read has
+// begun (bounded by a deadline), which reading only after the computation
+// never allows.
 TEST(CarriedReadTest, TheNextStepsReadOverlapsThisStepsComputation) {
   constexpr size_t kLayers = 2;
   absl::Notification second_read;
@@ -101,7 +101,9 @@ TEST(CarriedReadTest, TheNextStepsReadOverlapsThisStepsComputation) {
     }
     return absl::OkStatus();
   };
-  ASSERT_TRUE(run_overlapped(2, layer_buckets({1, 1}, 0), io, compute).ok());
+  OverlapReads reads;
+  reads.read_during_compute = true;
+  ASSERT_TRUE(run_overlapped(2, layer_buckets({1, 1}, 0), io, compute, reads).ok());
   EXPECT_TRUE(overlapped) << "step 1's read waited for step 0's computation";
   EXPECT_EQ(rounds.load(), 2);
 }

@@ -101,13 +101,12 @@ absl::Status run_overlapped(int64_t steps, const std::vector<LayerBucket>& bucke
         }
         carried = false;
         PSFLOW_ASSIGN_OR_RETURN(taken, std::move(got));
-        if (b + 1 == buckets.size() && (!last || reads.carry_next)) {
+        if (reads.read_during_compute && b + 1 == buckets.size() && (!last || reads.carry_next)) {
           // Step i's parameters are all here: the next step's read starts
-          // now, while step i computes, once step i - 1's pushes are
-          // answered (with max_staleness 1: it misses at most step i's own
-          // updates), so the link's pull direction does not idle through
-          // this computation.
-          // After the last step the next step is the next closure's first.
+          // now, while step i computes, once step i - max_staleness's
+          // pushes are answered, so the link's pull direction does not
+          // idle through this computation. After the last step the next
+          // step is the next closure's first.
           prefetch->start([pushes, through] { return pushes->wait_through(through); });
           read_started = true;
         }
@@ -141,8 +140,9 @@ absl::Status run_overlapped(int64_t steps, const std::vector<LayerBucket>& bucke
       absl::Status pushed = pushes->drain();
       return pushed.ok() ? computed : pushed;
     }
-    if (!read_started && !last) {
-      // A computation that did not take every bucket.
+    if (!read_started && (!last || reads.carry_next)) {
+      // Without read_during_compute, or a computation that did not take
+      // every bucket.
       prefetch->start([pushes, through] { return pushes->wait_through(through); });
     }
   }
@@ -201,9 +201,9 @@ absl::StatusOr<Structure> run_overlapped_train_steps(WorkerContext& ctx,
     ++result.steps;
     return absl::OkStatus();
   };
-  PSFLOW_RETURN_IF_ERROR(
-      run_overlapped(config.steps, buckets, io, compute,
-                     {prefetch.get(), carried, /*carry_next=*/true, kOverlapStaleness}));
+  PSFLOW_RETURN_IF_ERROR(run_overlapped(config.steps, buckets, io, compute,
+                                        {prefetch.get(), carried, /*carry_next=*/true,
+                                         kOverlapStaleness, kOverlapReadDuringCompute}));
   // The next closure uses the read only if it starts within
   // kCarriedReadSteps mean step times of this one's end; else it reads
   // afresh.

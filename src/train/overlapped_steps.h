@@ -4,9 +4,10 @@
 // Within a closure of several steps, the gradients of each bucket of
 // layers (layer_buckets) are pushed as soon as the backward pass produces
 // them (the last bucket first), and the next step's parameters are read,
-// bucket 0 first, while this step computes and its pushes are in flight;
-// the forward pass takes each bucket's parameters as they arrive. The last
-// step reads for the next closure's first (carried_read.h). docs/overlap.md.
+// bucket 0 first, while this step's pushes are in flight (optionally from
+// the start of its computation: read_during_compute); the forward pass
+// takes each bucket's parameters as they arrive. The last step reads for
+// the next closure's first (carried_read.h). docs/overlap.md.
 //
 // Consistency: asynchronous training already reads parameters that other
 // workers are updating. With overlap a read may also miss this worker's
@@ -65,10 +66,17 @@ inline constexpr int64_t kOverlapBucketBytes = 256 * 1024;
 
 // The staleness `psflow train --overlap` allows (OverlapReads::
 // max_staleness). With 1 the next step's read waits for the pushes of the
-// step before this one, which end about one computation after this step's
-// parameters arrive; 2 would start it at once, but measured no faster
-// across 1 Gbit/s links and lost accuracy (docs/benchmarks.md), so 1.
+// step before this one; 2 would not wait, but measured no faster across
+// 1 Gbit/s links and lost accuracy (docs/benchmarks.md), so 1.
 inline constexpr int64_t kOverlapStaleness = 1;
+
+// Whether `psflow train --overlap` starts a step's read while the step
+// before computes (OverlapReads::read_during_compute). Measured across
+// 1 Gbit/s links at batch 32: 1.08x the examples/s of starting it after the
+// computation, but the read then always misses the step before, and on one
+// machine, where that step's pushes usually won the race, test accuracy
+// fell by about 0.01 (docs/benchmarks.md). So off.
+inline constexpr bool kOverlapReadDuringCompute = false;
 
 // How late, in the carrying closure's mean step times after its end, the
 // next closure on the worker may start and still use the read carried to
@@ -109,13 +117,19 @@ struct OverlapReads {
   // read of step i + 1 starts once step i - max_staleness's pushes are
   // answered.
   int64_t max_staleness = 1;
+  // Whether the next step's read starts once this step has its parameters
+  // (while it computes) rather than once it has computed and queued its
+  // pushes. Earlier keeps the link busier; later lets the read race this
+  // step's pushes, which on a fast link often land first (staleness 0).
+  bool read_during_compute = false;
 };
 
 // `steps` steps with the schedule above over `buckets` (covering layers 0
 // to the last, in order): the first error of a read, a push or `compute`
 // is the result, after every push already queued has been answered. Each
 // step's read starts once the step before it has taken its last bucket
-// (while that step computes) and step i - 1's pushes are answered.
+// (while that step computes; or once it has computed, see
+// read_during_compute) and step i - max_staleness's pushes are answered.
 [[nodiscard]] absl::Status run_overlapped(int64_t steps, const std::vector<LayerBucket>& buckets,
                                           const OverlapIo& io, const OverlapCompute& compute,
                                           const OverlapReads& reads = {});
