@@ -563,9 +563,9 @@ void add_train_flags(CLI::App& app, TrainFlags& flags) {
       ->capture_default_str();
   app.add_option("--overlap", flags.overlap,
                  "on: within a closure's steps (--steps-per-execution), push gradients as the "
-                 "backward pass produces them and read the next step's parameters while this "
-                 "one computes and pushes, also across closures (a read may miss this worker's "
-                 "own previous step); off: read, "
+                 "backward pass produces them and read the next step's parameters while they "
+                 "are in flight, also across closures (a read may miss this worker's own "
+                 "previous step); off: read, "
                  "compute, push; auto: on for a TF_CONFIG or Slurm cluster with "
                  "--steps-per-execution above 1, off otherwise (measured: overlap pays where links "
                  "limit the run, costs on one "
