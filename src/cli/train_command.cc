@@ -566,7 +566,8 @@ void add_train_flags(CLI::App& app, TrainFlags& flags) {
   app.add_option("--overlap", flags.overlap,
                  "on: within a closure's steps (--steps-per-execution), push gradients as the "
                  "backward pass produces them and read the next step's parameters while they "
-                 "are in flight (a read may miss this worker's own previous step); off: read, "
+                 "are in flight, also across closures (a read may miss this worker's own "
+                 "previous step); off: read, "
                  "compute, push; auto: on for a TF_CONFIG or Slurm cluster with "
                  "--steps-per-execution above 1, off otherwise (measured: overlap pays where links "
                  "limit the run, costs on one "

@@ -193,6 +193,58 @@ TEST(OverlappedStepsTest, ReadMissesAtMostTheWorkersOwnPreviousStep) {
   EXPECT_EQ(applied_steps.load(), kSteps);
 }
 
+// With max_staleness 2 (psflow train's kOverlapStaleness) the read of step
+// s + 1 waits only for step s - 2's pushes: step s's pushes are held until
+// step s + 2's read has started (bounded by a deadline), and each read sees
+// exactly the steps up to two before it.
+TEST(OverlappedStepsTest, ReadMissesAtMostTwoStepsWithStalenessTwo) {
+  constexpr size_t kLayers = 2;
+  constexpr int64_t kSteps = 7;
+  absl::Mutex mu;
+  std::vector<std::string> grads;
+  std::vector<std::unique_ptr<absl::Notification>> read_started;
+  for (int64_t s = 0; s <= kSteps; ++s)
+    read_started.push_back(std::make_unique<absl::Notification>());
+  std::atomic<int64_t> applied_steps{0};
+  std::vector<int64_t> seen;  // applied steps when each step's read began
+  std::atomic<int> read_round{0};
+  bool overlapped = true;
+  OverlapIo io;
+  io.read = [&](const LayerBucket& b) -> absl::StatusOr<std::vector<Tensor>> {
+    if (b.first == 0) {
+      const int round = read_round++;
+      {
+        absl::MutexLock lock(&mu);
+        seen.push_back(applied_steps.load());
+      }
+      read_started[static_cast<size_t>(round)]->Notify();
+    }
+    return std::vector<Tensor>{Tensor(), Tensor()};
+  };
+  io.push = [&](const LayerBucket&, std::vector<Tensor> g, bool last) {
+    const auto step = static_cast<int64_t>(g[0].flat<float>()[0]) - 1;
+    if (last && step + 2 < kSteps &&
+        !read_started[static_cast<size_t>(step + 2)]->WaitForNotificationWithTimeout(
+            absl::Seconds(20))) {
+      absl::MutexLock lock(&mu);
+      overlapped = false;
+    }
+    if (last) ++applied_steps;
+    return absl::OkStatus();
+  };
+  OverlapReads reads;
+  reads.max_staleness = 2;
+  ASSERT_TRUE(
+      run_overlapped(kSteps, per_layer(kLayers), io, fake_backward(kLayers, &grads, &mu), reads)
+          .ok());
+  EXPECT_TRUE(overlapped) << "a read waited for the pushes of the step two before it";
+  ASSERT_EQ(seen.size(), static_cast<size_t>(kSteps));
+  for (int64_t s = 2; s < kSteps; ++s) {
+    EXPECT_EQ(seen[static_cast<size_t>(s)], s - 2) << "step " << s;
+  }
+  EXPECT_EQ(applied_steps.load(), kSteps);
+}
+
 TEST(OverlappedStepsTest, FailuresOfReadsPushesAndComputePropagate) {
   constexpr size_t kLayers = 2;
   absl::Mutex mu;

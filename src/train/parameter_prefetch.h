@@ -1,6 +1,6 @@
 // The parameters of a closure's next training step, read in the background
 // (internal): a worker that overlaps communication with computation starts
-// reading them as soon as the backward pass has queued its pushes, and the
+// reading them as soon as the step before has taken its own, and the
 // forward pass takes each layer's parameters as they arrive.
 #ifndef PSFLOW_TRAIN_PARAMETER_PREFETCH_H_
 #define PSFLOW_TRAIN_PARAMETER_PREFETCH_H_

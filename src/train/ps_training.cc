@@ -144,6 +144,11 @@ absl::Status PsTraining::start(absl::Time start) {
     std::fflush(options_.out);
   }
   ClusterCoordinatorOptions coordinator_options;
+  // With overlap a worker carries the read of its next closure's first step
+  // across closures (docs/overlap.md): the next closure waits on the worker
+  // already, so no round trip to the chief leaves the links idle between
+  // them. Each worker still runs its closures one at a time, in order.
+  if (options_.overlap) coordinator_options.max_in_flight_per_worker = 2;
   // The watchdog's thread stacks go to the run directory.
   coordinator_options.stack_dump_dir = options_.run_dir;
   PSFLOW_ASSIGN_OR_RETURN(coordinator_,
