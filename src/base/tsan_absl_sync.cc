@@ -15,11 +15,15 @@
 // TSan build would annotate. Lock-order (deadlock) reports are not
 // produced for these mutexes.
 //
-// abseil evaluates a waiter's Condition (Await, LockWhen) with the mutex
-// held but inside the library, in the waiting thread or in the one that
-// unlocks: TSan cannot see that lock, so the accesses of those calls are
-// ignored (a Condition only reads what the mutex guards, and every write
-// to that is seen elsewhere).
+// The accesses made inside every wrapped call are ignored: abseil's own
+// bookkeeping (its waiter queues, and the deadlock detector's graph that
+// Debian's build keeps, in libabsl_graphcycles_internal) is synchronized
+// by abseil's internal spin locks, invisible to TSan, and is reported
+// otherwise where it reaches an interceptor (memmove, malloc). That also
+// covers a waiter's Condition (Await, LockWhen), which abseil evaluates
+// with the mutex held but inside the library, in the waiting thread or in
+// the one that unlocks: a Condition only reads what the mutex guards, and
+// every write to that is seen elsewhere.
 //
 // Thread-safety: stateless wrappers; safe wherever the wrapped call is.
 #if defined(__has_feature)
@@ -87,7 +91,9 @@ void interposed_lock(Mutex* mu)
 void interposed_lock(Mutex* mu) {
   static const auto real_lock = reinterpret_cast<void (*)(Mutex*)>(
       library_function(PSFLOW_ABSL("5Mutex4LockEv")));
+  __tsan_ignore_thread_begin();
   real_lock(mu);
+  __tsan_ignore_thread_end();
   __tsan_acquire(mu);
 }
 void interposed_unlock(Mutex* mu)
@@ -105,7 +111,9 @@ bool interposed_try_lock(Mutex* mu)
 bool interposed_try_lock(Mutex* mu) {
   static const auto real_try_lock = reinterpret_cast<bool (*)(Mutex*)>(
       library_function(PSFLOW_ABSL("5Mutex7TryLockEv")));
+  __tsan_ignore_thread_begin();
   const bool locked = real_try_lock(mu);
+  __tsan_ignore_thread_end();
   if (locked) __tsan_acquire(mu);
   return locked;
 }
@@ -114,7 +122,9 @@ void interposed_reader_lock(Mutex* mu)
 void interposed_reader_lock(Mutex* mu) {
   static const auto real_reader_lock = reinterpret_cast<void (*)(Mutex*)>(
       library_function(PSFLOW_ABSL("5Mutex10ReaderLockEv")));
+  __tsan_ignore_thread_begin();
   real_reader_lock(mu);
+  __tsan_ignore_thread_end();
   __tsan_acquire(mu);
 }
 void interposed_reader_unlock(Mutex* mu)
@@ -132,7 +142,9 @@ bool interposed_reader_try_lock(Mutex* mu)
 bool interposed_reader_try_lock(Mutex* mu) {
   static const auto real_reader_try_lock = reinterpret_cast<bool (*)(Mutex*)>(
       library_function(PSFLOW_ABSL("5Mutex13ReaderTryLockEv")));
+  __tsan_ignore_thread_begin();
   const bool locked = real_reader_try_lock(mu);
+  __tsan_ignore_thread_end();
   if (locked) __tsan_acquire(mu);
   return locked;
 }
@@ -221,7 +233,9 @@ void interposed_cv_wait(CondVar* cv, Mutex* mu) {
   static const auto real_cv_wait = reinterpret_cast<void (*)(CondVar*, Mutex*)>(
       library_function(PSFLOW_ABSL("7CondVar4WaitEPNS0_5MutexE")));
   __tsan_release(mu);
+  __tsan_ignore_thread_begin();
   real_cv_wait(cv, mu);
+  __tsan_ignore_thread_end();
   __tsan_acquire(mu);
 }
 bool interposed_cv_wait_timeout(CondVar* cv, Mutex* mu, Duration d)
@@ -230,7 +244,9 @@ bool interposed_cv_wait_timeout(CondVar* cv, Mutex* mu, Duration d) {
   static const auto real_cv_wait_timeout = reinterpret_cast<bool (*)(CondVar*, Mutex*, Duration)>(
       library_function(PSFLOW_ABSL("7CondVar15WaitWithTimeoutEPNS0_5MutexENS0_8DurationE")));
   __tsan_release(mu);
+  __tsan_ignore_thread_begin();
   const bool timed_out = real_cv_wait_timeout(cv, mu, d);
+  __tsan_ignore_thread_end();
   __tsan_acquire(mu);
   return timed_out;
 }
@@ -240,7 +256,9 @@ bool interposed_cv_wait_deadline(CondVar* cv, Mutex* mu, Time t) {
   static const auto real_cv_wait_deadline = reinterpret_cast<bool (*)(CondVar*, Mutex*, Time)>(
       library_function(PSFLOW_ABSL("7CondVar16WaitWithDeadlineEPNS0_5MutexENS0_4TimeE")));
   __tsan_release(mu);
+  __tsan_ignore_thread_begin();
   const bool timed_out = real_cv_wait_deadline(cv, mu, t);
+  __tsan_ignore_thread_end();
   __tsan_acquire(mu);
   return timed_out;
 }
@@ -251,14 +269,18 @@ void interposed_notify(Notification* n) {
       library_function(PSFLOW_ABSL("12Notification6NotifyEv")));
   __tsan_release(n);
   __tsan_release(notified_flag(n));
+  __tsan_ignore_thread_begin();
   real_notify(n);
+  __tsan_ignore_thread_end();
 }
 void interposed_wait_notification(const Notification* n)
     __asm__(PSFLOW_ABSL_CONST("12Notification19WaitForNotificationEv"));
 void interposed_wait_notification(const Notification* n) {
   static const auto real_wait_notification = reinterpret_cast<void (*)(const Notification*)>(
       library_function(PSFLOW_ABSL_CONST("12Notification19WaitForNotificationEv")));
+  __tsan_ignore_thread_begin();
   real_wait_notification(n);
+  __tsan_ignore_thread_end();
   __tsan_acquire(addr(n));
 }
 bool interposed_wait_notification_timeout(const Notification* n, Duration d)
@@ -266,7 +288,9 @@ bool interposed_wait_notification_timeout(const Notification* n, Duration d)
 bool interposed_wait_notification_timeout(const Notification* n, Duration d) {
   static const auto real_wait_notification_timeout = reinterpret_cast<bool (*)(const Notification*, Duration)>(
       library_function(PSFLOW_ABSL_CONST("12Notification30WaitForNotificationWithTimeoutENS0_8DurationE")));
+  __tsan_ignore_thread_begin();
   const bool notified = real_wait_notification_timeout(n, d);
+  __tsan_ignore_thread_end();
   if (notified) __tsan_acquire(addr(n));
   return notified;
 }
@@ -275,7 +299,9 @@ bool interposed_wait_notification_deadline(const Notification* n, Time t)
 bool interposed_wait_notification_deadline(const Notification* n, Time t) {
   static const auto real_wait_notification_deadline = reinterpret_cast<bool (*)(const Notification*, Time)>(
       library_function(PSFLOW_ABSL_CONST("12Notification31WaitForNotificationWithDeadlineENS0_4TimeE")));
+  __tsan_ignore_thread_begin();
   const bool notified = real_wait_notification_deadline(n, t);
+  __tsan_ignore_thread_end();
   if (notified) __tsan_acquire(addr(n));
   return notified;
 }
@@ -285,14 +311,18 @@ void interposed_decrement(BlockingCounter* c) {
   static const auto real_decrement = reinterpret_cast<void (*)(BlockingCounter*)>(
       library_function(PSFLOW_ABSL("15BlockingCounter14DecrementCountEv")));
   __tsan_release(c);
+  __tsan_ignore_thread_begin();
   real_decrement(c);
+  __tsan_ignore_thread_end();
 }
 void interposed_counter_wait(BlockingCounter* c)
     __asm__(PSFLOW_ABSL("15BlockingCounter4WaitEv"));
 void interposed_counter_wait(BlockingCounter* c) {
   static const auto real_counter_wait = reinterpret_cast<void (*)(BlockingCounter*)>(
       library_function(PSFLOW_ABSL("15BlockingCounter4WaitEv")));
+  __tsan_ignore_thread_begin();
   real_counter_wait(c);
+  __tsan_ignore_thread_end();
   __tsan_acquire(c);
 }
 bool interposed_barrier_block(absl::Barrier* b)
@@ -301,7 +331,9 @@ bool interposed_barrier_block(absl::Barrier* b) {
   static const auto real_barrier_block = reinterpret_cast<bool (*)(absl::Barrier*)>(
       library_function(PSFLOW_ABSL("7Barrier5BlockEv")));
   __tsan_release(b);
+  __tsan_ignore_thread_begin();
   const bool last = real_barrier_block(b);
+  __tsan_ignore_thread_end();
   __tsan_acquire(b);
   return last;
 }
