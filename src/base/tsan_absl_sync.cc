@@ -29,16 +29,16 @@
 #if defined(__has_feature)
 #if __has_feature(thread_sanitizer) && defined(PSFLOW_ABSL_MANGLED_NAMESPACE)
 
+#include <dlfcn.h>
+
+#include <cstdio>
+#include <cstdlib>
+
 #include "absl/synchronization/barrier.h"
 #include "absl/synchronization/blocking_counter.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
-
-#include <dlfcn.h>
-
-#include <cstdio>
-#include <cstdlib>
 
 extern "C" void __tsan_acquire(void* addr);
 extern "C" void __tsan_release(void* addr);
@@ -86,70 +86,64 @@ void* addr(const void* p) { return const_cast<void*>(p); }
 // Itanium C++ ABI: a member function is a function taking `this` first.
 extern "C" {
 
-void interposed_lock(Mutex* mu)
-    __asm__(PSFLOW_ABSL("5Mutex4LockEv"));
+void interposed_lock(Mutex* mu) __asm__(PSFLOW_ABSL("5Mutex4LockEv"));
 void interposed_lock(Mutex* mu) {
-  static const auto real_lock = reinterpret_cast<void (*)(Mutex*)>(
-      library_function(PSFLOW_ABSL("5Mutex4LockEv")));
+  static const auto real_lock =
+      reinterpret_cast<void (*)(Mutex*)>(library_function(PSFLOW_ABSL("5Mutex4LockEv")));
   __tsan_ignore_thread_begin();
   real_lock(mu);
   __tsan_ignore_thread_end();
   __tsan_acquire(mu);
 }
-void interposed_unlock(Mutex* mu)
-    __asm__(PSFLOW_ABSL("5Mutex6UnlockEv"));
+void interposed_unlock(Mutex* mu) __asm__(PSFLOW_ABSL("5Mutex6UnlockEv"));
 void interposed_unlock(Mutex* mu) {
-  static const auto real_unlock = reinterpret_cast<void (*)(Mutex*)>(
-      library_function(PSFLOW_ABSL("5Mutex6UnlockEv")));
+  static const auto real_unlock =
+      reinterpret_cast<void (*)(Mutex*)>(library_function(PSFLOW_ABSL("5Mutex6UnlockEv")));
   __tsan_release(mu);
   __tsan_ignore_thread_begin();
   real_unlock(mu);
   __tsan_ignore_thread_end();
 }
-bool interposed_try_lock(Mutex* mu)
-    __asm__(PSFLOW_ABSL("5Mutex7TryLockEv"));
+bool interposed_try_lock(Mutex* mu) __asm__(PSFLOW_ABSL("5Mutex7TryLockEv"));
 bool interposed_try_lock(Mutex* mu) {
-  static const auto real_try_lock = reinterpret_cast<bool (*)(Mutex*)>(
-      library_function(PSFLOW_ABSL("5Mutex7TryLockEv")));
+  static const auto real_try_lock =
+      reinterpret_cast<bool (*)(Mutex*)>(library_function(PSFLOW_ABSL("5Mutex7TryLockEv")));
   __tsan_ignore_thread_begin();
   const bool locked = real_try_lock(mu);
   __tsan_ignore_thread_end();
   if (locked) __tsan_acquire(mu);
   return locked;
 }
-void interposed_reader_lock(Mutex* mu)
-    __asm__(PSFLOW_ABSL("5Mutex10ReaderLockEv"));
+void interposed_reader_lock(Mutex* mu) __asm__(PSFLOW_ABSL("5Mutex10ReaderLockEv"));
 void interposed_reader_lock(Mutex* mu) {
-  static const auto real_reader_lock = reinterpret_cast<void (*)(Mutex*)>(
-      library_function(PSFLOW_ABSL("5Mutex10ReaderLockEv")));
+  static const auto real_reader_lock =
+      reinterpret_cast<void (*)(Mutex*)>(library_function(PSFLOW_ABSL("5Mutex10ReaderLockEv")));
   __tsan_ignore_thread_begin();
   real_reader_lock(mu);
   __tsan_ignore_thread_end();
   __tsan_acquire(mu);
 }
-void interposed_reader_unlock(Mutex* mu)
-    __asm__(PSFLOW_ABSL("5Mutex12ReaderUnlockEv"));
+void interposed_reader_unlock(Mutex* mu) __asm__(PSFLOW_ABSL("5Mutex12ReaderUnlockEv"));
 void interposed_reader_unlock(Mutex* mu) {
-  static const auto real_reader_unlock = reinterpret_cast<void (*)(Mutex*)>(
-      library_function(PSFLOW_ABSL("5Mutex12ReaderUnlockEv")));
+  static const auto real_reader_unlock =
+      reinterpret_cast<void (*)(Mutex*)>(library_function(PSFLOW_ABSL("5Mutex12ReaderUnlockEv")));
   __tsan_release(mu);
   __tsan_ignore_thread_begin();
   real_reader_unlock(mu);
   __tsan_ignore_thread_end();
 }
-bool interposed_reader_try_lock(Mutex* mu)
-    __asm__(PSFLOW_ABSL("5Mutex13ReaderTryLockEv"));
+bool interposed_reader_try_lock(Mutex* mu) __asm__(PSFLOW_ABSL("5Mutex13ReaderTryLockEv"));
 bool interposed_reader_try_lock(Mutex* mu) {
-  static const auto real_reader_try_lock = reinterpret_cast<bool (*)(Mutex*)>(
-      library_function(PSFLOW_ABSL("5Mutex13ReaderTryLockEv")));
+  static const auto real_reader_try_lock =
+      reinterpret_cast<bool (*)(Mutex*)>(library_function(PSFLOW_ABSL("5Mutex13ReaderTryLockEv")));
   __tsan_ignore_thread_begin();
   const bool locked = real_reader_try_lock(mu);
   __tsan_ignore_thread_end();
   if (locked) __tsan_acquire(mu);
   return locked;
 }
-void interposed_lock_when(Mutex* mu, const Condition& c)
-    __asm__(PSFLOW_ABSL("5Mutex8LockWhenERKNS0_9ConditionE"));
+void interposed_lock_when(Mutex* mu, const Condition& c) __asm__(
+    PSFLOW_ABSL("5Mutex8LockWhenERKNS0_9ConditionE"));
 void interposed_lock_when(Mutex* mu, const Condition& c) {
   static const auto real_lock_when = reinterpret_cast<void (*)(Mutex*, const Condition&)>(
       library_function(PSFLOW_ABSL("5Mutex8LockWhenERKNS0_9ConditionE")));
@@ -158,8 +152,8 @@ void interposed_lock_when(Mutex* mu, const Condition& c) {
   __tsan_ignore_thread_end();
   __tsan_acquire(mu);
 }
-void interposed_reader_lock_when(Mutex* mu, const Condition& c)
-    __asm__(PSFLOW_ABSL("5Mutex14ReaderLockWhenERKNS0_9ConditionE"));
+void interposed_reader_lock_when(Mutex* mu, const Condition& c) __asm__(
+    PSFLOW_ABSL("5Mutex14ReaderLockWhenERKNS0_9ConditionE"));
 void interposed_reader_lock_when(Mutex* mu, const Condition& c) {
   static const auto real_reader_lock_when = reinterpret_cast<void (*)(Mutex*, const Condition&)>(
       library_function(PSFLOW_ABSL("5Mutex14ReaderLockWhenERKNS0_9ConditionE")));
@@ -169,22 +163,24 @@ void interposed_reader_lock_when(Mutex* mu, const Condition& c) {
   __tsan_acquire(mu);
 }
 // The *WithTimeout / *WithDeadline forms hold the lock on return either way.
-bool interposed_lock_when_timeout(Mutex* mu, const Condition& c, Duration d)
-    __asm__(PSFLOW_ABSL("5Mutex19LockWhenWithTimeoutERKNS0_9ConditionENS0_8DurationE"));
+bool interposed_lock_when_timeout(Mutex* mu, const Condition& c, Duration d) __asm__(
+    PSFLOW_ABSL("5Mutex19LockWhenWithTimeoutERKNS0_9ConditionENS0_8DurationE"));
 bool interposed_lock_when_timeout(Mutex* mu, const Condition& c, Duration d) {
-  static const auto real_lock_when_timeout = reinterpret_cast<bool (*)(Mutex*, const Condition&, Duration)>(
-      library_function(PSFLOW_ABSL("5Mutex19LockWhenWithTimeoutERKNS0_9ConditionENS0_8DurationE")));
+  static const auto real_lock_when_timeout =
+      reinterpret_cast<bool (*)(Mutex*, const Condition&, Duration)>(library_function(
+          PSFLOW_ABSL("5Mutex19LockWhenWithTimeoutERKNS0_9ConditionENS0_8DurationE")));
   __tsan_ignore_thread_begin();
   const bool met = real_lock_when_timeout(mu, c, d);
   __tsan_ignore_thread_end();
   __tsan_acquire(mu);
   return met;
 }
-bool interposed_lock_when_deadline(Mutex* mu, const Condition& c, Time t)
-    __asm__(PSFLOW_ABSL("5Mutex20LockWhenWithDeadlineERKNS0_9ConditionENS0_4TimeE"));
+bool interposed_lock_when_deadline(Mutex* mu, const Condition& c, Time t) __asm__(
+    PSFLOW_ABSL("5Mutex20LockWhenWithDeadlineERKNS0_9ConditionENS0_4TimeE"));
 bool interposed_lock_when_deadline(Mutex* mu, const Condition& c, Time t) {
-  static const auto real_lock_when_deadline = reinterpret_cast<bool (*)(Mutex*, const Condition&, Time)>(
-      library_function(PSFLOW_ABSL("5Mutex20LockWhenWithDeadlineERKNS0_9ConditionENS0_4TimeE")));
+  static const auto real_lock_when_deadline =
+      reinterpret_cast<bool (*)(Mutex*, const Condition&, Time)>(library_function(
+          PSFLOW_ABSL("5Mutex20LockWhenWithDeadlineERKNS0_9ConditionENS0_4TimeE")));
   __tsan_ignore_thread_begin();
   const bool met = real_lock_when_deadline(mu, c, t);
   __tsan_ignore_thread_end();
@@ -192,8 +188,8 @@ bool interposed_lock_when_deadline(Mutex* mu, const Condition& c, Time t) {
   return met;
 }
 // Await and CondVar waits release the mutex while they wait.
-void interposed_await(Mutex* mu, const Condition& c)
-    __asm__(PSFLOW_ABSL("5Mutex5AwaitERKNS0_9ConditionE"));
+void interposed_await(Mutex* mu,
+                      const Condition& c) __asm__(PSFLOW_ABSL("5Mutex5AwaitERKNS0_9ConditionE"));
 void interposed_await(Mutex* mu, const Condition& c) {
   static const auto real_await = reinterpret_cast<void (*)(Mutex*, const Condition&)>(
       library_function(PSFLOW_ABSL("5Mutex5AwaitERKNS0_9ConditionE")));
@@ -203,11 +199,12 @@ void interposed_await(Mutex* mu, const Condition& c) {
   __tsan_ignore_thread_end();
   __tsan_acquire(mu);
 }
-bool interposed_await_timeout(Mutex* mu, const Condition& c, Duration d)
-    __asm__(PSFLOW_ABSL("5Mutex16AwaitWithTimeoutERKNS0_9ConditionENS0_8DurationE"));
+bool interposed_await_timeout(Mutex* mu, const Condition& c, Duration d) __asm__(
+    PSFLOW_ABSL("5Mutex16AwaitWithTimeoutERKNS0_9ConditionENS0_8DurationE"));
 bool interposed_await_timeout(Mutex* mu, const Condition& c, Duration d) {
-  static const auto real_await_timeout = reinterpret_cast<bool (*)(Mutex*, const Condition&, Duration)>(
-      library_function(PSFLOW_ABSL("5Mutex16AwaitWithTimeoutERKNS0_9ConditionENS0_8DurationE")));
+  static const auto real_await_timeout =
+      reinterpret_cast<bool (*)(Mutex*, const Condition&, Duration)>(library_function(
+          PSFLOW_ABSL("5Mutex16AwaitWithTimeoutERKNS0_9ConditionENS0_8DurationE")));
   __tsan_release(mu);
   __tsan_ignore_thread_begin();
   const bool met = real_await_timeout(mu, c, d);
@@ -215,11 +212,12 @@ bool interposed_await_timeout(Mutex* mu, const Condition& c, Duration d) {
   __tsan_acquire(mu);
   return met;
 }
-bool interposed_await_deadline(Mutex* mu, const Condition& c, Time t)
-    __asm__(PSFLOW_ABSL("5Mutex17AwaitWithDeadlineERKNS0_9ConditionENS0_4TimeE"));
+bool interposed_await_deadline(Mutex* mu, const Condition& c, Time t) __asm__(
+    PSFLOW_ABSL("5Mutex17AwaitWithDeadlineERKNS0_9ConditionENS0_4TimeE"));
 bool interposed_await_deadline(Mutex* mu, const Condition& c, Time t) {
-  static const auto real_await_deadline = reinterpret_cast<bool (*)(Mutex*, const Condition&, Time)>(
-      library_function(PSFLOW_ABSL("5Mutex17AwaitWithDeadlineERKNS0_9ConditionENS0_4TimeE")));
+  static const auto real_await_deadline =
+      reinterpret_cast<bool (*)(Mutex*, const Condition&, Time)>(
+          library_function(PSFLOW_ABSL("5Mutex17AwaitWithDeadlineERKNS0_9ConditionENS0_4TimeE")));
   __tsan_release(mu);
   __tsan_ignore_thread_begin();
   const bool met = real_await_deadline(mu, c, t);
@@ -227,8 +225,7 @@ bool interposed_await_deadline(Mutex* mu, const Condition& c, Time t) {
   __tsan_acquire(mu);
   return met;
 }
-void interposed_cv_wait(CondVar* cv, Mutex* mu)
-    __asm__(PSFLOW_ABSL("7CondVar4WaitEPNS0_5MutexE"));
+void interposed_cv_wait(CondVar* cv, Mutex* mu) __asm__(PSFLOW_ABSL("7CondVar4WaitEPNS0_5MutexE"));
 void interposed_cv_wait(CondVar* cv, Mutex* mu) {
   static const auto real_cv_wait = reinterpret_cast<void (*)(CondVar*, Mutex*)>(
       library_function(PSFLOW_ABSL("7CondVar4WaitEPNS0_5MutexE")));
@@ -238,8 +235,8 @@ void interposed_cv_wait(CondVar* cv, Mutex* mu) {
   __tsan_ignore_thread_end();
   __tsan_acquire(mu);
 }
-bool interposed_cv_wait_timeout(CondVar* cv, Mutex* mu, Duration d)
-    __asm__(PSFLOW_ABSL("7CondVar15WaitWithTimeoutEPNS0_5MutexENS0_8DurationE"));
+bool interposed_cv_wait_timeout(CondVar* cv, Mutex* mu, Duration d) __asm__(
+    PSFLOW_ABSL("7CondVar15WaitWithTimeoutEPNS0_5MutexENS0_8DurationE"));
 bool interposed_cv_wait_timeout(CondVar* cv, Mutex* mu, Duration d) {
   static const auto real_cv_wait_timeout = reinterpret_cast<bool (*)(CondVar*, Mutex*, Duration)>(
       library_function(PSFLOW_ABSL("7CondVar15WaitWithTimeoutEPNS0_5MutexENS0_8DurationE")));
@@ -250,8 +247,8 @@ bool interposed_cv_wait_timeout(CondVar* cv, Mutex* mu, Duration d) {
   __tsan_acquire(mu);
   return timed_out;
 }
-bool interposed_cv_wait_deadline(CondVar* cv, Mutex* mu, Time t)
-    __asm__(PSFLOW_ABSL("7CondVar16WaitWithDeadlineEPNS0_5MutexENS0_4TimeE"));
+bool interposed_cv_wait_deadline(CondVar* cv, Mutex* mu, Time t) __asm__(
+    PSFLOW_ABSL("7CondVar16WaitWithDeadlineEPNS0_5MutexENS0_4TimeE"));
 bool interposed_cv_wait_deadline(CondVar* cv, Mutex* mu, Time t) {
   static const auto real_cv_wait_deadline = reinterpret_cast<bool (*)(CondVar*, Mutex*, Time)>(
       library_function(PSFLOW_ABSL("7CondVar16WaitWithDeadlineEPNS0_5MutexENS0_4TimeE")));
@@ -262,8 +259,7 @@ bool interposed_cv_wait_deadline(CondVar* cv, Mutex* mu, Time t) {
   __tsan_acquire(mu);
   return timed_out;
 }
-void interposed_notify(Notification* n)
-    __asm__(PSFLOW_ABSL("12Notification6NotifyEv"));
+void interposed_notify(Notification* n) __asm__(PSFLOW_ABSL("12Notification6NotifyEv"));
 void interposed_notify(Notification* n) {
   static const auto real_notify = reinterpret_cast<void (*)(Notification*)>(
       library_function(PSFLOW_ABSL("12Notification6NotifyEv")));
@@ -273,8 +269,8 @@ void interposed_notify(Notification* n) {
   real_notify(n);
   __tsan_ignore_thread_end();
 }
-void interposed_wait_notification(const Notification* n)
-    __asm__(PSFLOW_ABSL_CONST("12Notification19WaitForNotificationEv"));
+void interposed_wait_notification(const Notification* n) __asm__(
+    PSFLOW_ABSL_CONST("12Notification19WaitForNotificationEv"));
 void interposed_wait_notification(const Notification* n) {
   static const auto real_wait_notification = reinterpret_cast<void (*)(const Notification*)>(
       library_function(PSFLOW_ABSL_CONST("12Notification19WaitForNotificationEv")));
@@ -283,30 +279,32 @@ void interposed_wait_notification(const Notification* n) {
   __tsan_ignore_thread_end();
   __tsan_acquire(addr(n));
 }
-bool interposed_wait_notification_timeout(const Notification* n, Duration d)
-    __asm__(PSFLOW_ABSL_CONST("12Notification30WaitForNotificationWithTimeoutENS0_8DurationE"));
+bool interposed_wait_notification_timeout(const Notification* n, Duration d) __asm__(
+    PSFLOW_ABSL_CONST("12Notification30WaitForNotificationWithTimeoutENS0_8DurationE"));
 bool interposed_wait_notification_timeout(const Notification* n, Duration d) {
-  static const auto real_wait_notification_timeout = reinterpret_cast<bool (*)(const Notification*, Duration)>(
-      library_function(PSFLOW_ABSL_CONST("12Notification30WaitForNotificationWithTimeoutENS0_8DurationE")));
+  static const auto real_wait_notification_timeout =
+      reinterpret_cast<bool (*)(const Notification*, Duration)>(library_function(
+          PSFLOW_ABSL_CONST("12Notification30WaitForNotificationWithTimeoutENS0_8DurationE")));
   __tsan_ignore_thread_begin();
   const bool notified = real_wait_notification_timeout(n, d);
   __tsan_ignore_thread_end();
   if (notified) __tsan_acquire(addr(n));
   return notified;
 }
-bool interposed_wait_notification_deadline(const Notification* n, Time t)
-    __asm__(PSFLOW_ABSL_CONST("12Notification31WaitForNotificationWithDeadlineENS0_4TimeE"));
+bool interposed_wait_notification_deadline(const Notification* n, Time t) __asm__(
+    PSFLOW_ABSL_CONST("12Notification31WaitForNotificationWithDeadlineENS0_4TimeE"));
 bool interposed_wait_notification_deadline(const Notification* n, Time t) {
-  static const auto real_wait_notification_deadline = reinterpret_cast<bool (*)(const Notification*, Time)>(
-      library_function(PSFLOW_ABSL_CONST("12Notification31WaitForNotificationWithDeadlineENS0_4TimeE")));
+  static const auto real_wait_notification_deadline =
+      reinterpret_cast<bool (*)(const Notification*, Time)>(library_function(
+          PSFLOW_ABSL_CONST("12Notification31WaitForNotificationWithDeadlineENS0_4TimeE")));
   __tsan_ignore_thread_begin();
   const bool notified = real_wait_notification_deadline(n, t);
   __tsan_ignore_thread_end();
   if (notified) __tsan_acquire(addr(n));
   return notified;
 }
-void interposed_decrement(BlockingCounter* c)
-    __asm__(PSFLOW_ABSL("15BlockingCounter14DecrementCountEv"));
+void interposed_decrement(BlockingCounter* c) __asm__(
+    PSFLOW_ABSL("15BlockingCounter14DecrementCountEv"));
 void interposed_decrement(BlockingCounter* c) {
   static const auto real_decrement = reinterpret_cast<void (*)(BlockingCounter*)>(
       library_function(PSFLOW_ABSL("15BlockingCounter14DecrementCountEv")));
@@ -315,8 +313,7 @@ void interposed_decrement(BlockingCounter* c) {
   real_decrement(c);
   __tsan_ignore_thread_end();
 }
-void interposed_counter_wait(BlockingCounter* c)
-    __asm__(PSFLOW_ABSL("15BlockingCounter4WaitEv"));
+void interposed_counter_wait(BlockingCounter* c) __asm__(PSFLOW_ABSL("15BlockingCounter4WaitEv"));
 void interposed_counter_wait(BlockingCounter* c) {
   static const auto real_counter_wait = reinterpret_cast<void (*)(BlockingCounter*)>(
       library_function(PSFLOW_ABSL("15BlockingCounter4WaitEv")));
@@ -325,11 +322,10 @@ void interposed_counter_wait(BlockingCounter* c) {
   __tsan_ignore_thread_end();
   __tsan_acquire(c);
 }
-bool interposed_barrier_block(absl::Barrier* b)
-    __asm__(PSFLOW_ABSL("7Barrier5BlockEv"));
+bool interposed_barrier_block(absl::Barrier* b) __asm__(PSFLOW_ABSL("7Barrier5BlockEv"));
 bool interposed_barrier_block(absl::Barrier* b) {
-  static const auto real_barrier_block = reinterpret_cast<bool (*)(absl::Barrier*)>(
-      library_function(PSFLOW_ABSL("7Barrier5BlockEv")));
+  static const auto real_barrier_block =
+      reinterpret_cast<bool (*)(absl::Barrier*)>(library_function(PSFLOW_ABSL("7Barrier5BlockEv")));
   __tsan_release(b);
   __tsan_ignore_thread_begin();
   const bool last = real_barrier_block(b);
