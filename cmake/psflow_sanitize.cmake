@@ -56,7 +56,8 @@ if(PSFLOW_SANITIZE STREQUAL "thread")
       5Mutex17AwaitWithDeadlineERKNS0_9ConditionENS0_4TimeE
       7CondVar4WaitEPNS0_5MutexE 7CondVar15WaitWithTimeoutEPNS0_5MutexENS0_8DurationE
       7CondVar16WaitWithDeadlineEPNS0_5MutexENS0_4TimeE 12Notification6NotifyEv
-      15BlockingCounter14DecrementCountEv 15BlockingCounter4WaitEv 7Barrier5BlockEv)
+      15BlockingCounter14DecrementCountEv 15BlockingCounter4WaitEv 7Barrier5BlockEv
+      6Status15UnrefNonInlinedEm)
     add_link_options(-Wl,--export-dynamic-symbol=_ZN${mangled}${member})
   endforeach()
   foreach(member 12Notification19WaitForNotificationEv

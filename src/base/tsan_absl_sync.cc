@@ -1,7 +1,8 @@
 // TSan builds only (make tsan): tells ThreadSanitizer what abseil's
 // synchronization does. Debian's abseil is not built with TSan, so its
 // Mutex, CondVar, Notification, BlockingCounter and Barrier synchronize
-// through atomics and futexes TSan never sees, and every access guarded by
+// through atomics and futexes TSan never sees (and so does Status's
+// reference count), and every access guarded by
 // them would be reported as a race.
 //
 // This file defines abseil's entry points themselves (their mangled names)
@@ -31,6 +32,7 @@
 
 #include <dlfcn.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 
@@ -332,6 +334,20 @@ bool interposed_barrier_block(absl::Barrier* b) {
   __tsan_ignore_thread_end();
   __tsan_acquire(b);
   return last;
+}
+// absl::Status keeps its message and payloads in a heap rep shared by a
+// reference count (an atomic inside libabsl_status, incremented by inline
+// code): the copy that drops the last reference frees the rep, after the
+// other owners' last use. Every drop releases on the rep and acquires what
+// the earlier drops released, so that free is ordered after them, as
+// abseil's own TSan build would see it.
+void interposed_status_unref(uintptr_t rep) __asm__(PSFLOW_ABSL("6Status15UnrefNonInlinedEm"));
+void interposed_status_unref(uintptr_t rep) {
+  static const auto real_status_unref = reinterpret_cast<void (*)(uintptr_t)>(
+      library_function(PSFLOW_ABSL("6Status15UnrefNonInlinedEm")));
+  __tsan_release(reinterpret_cast<void*>(rep));
+  __tsan_acquire(reinterpret_cast<void*>(rep));
+  real_status_unref(rep);
 }
 }  // extern "C"
 
