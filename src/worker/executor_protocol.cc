@@ -80,6 +80,7 @@ class CreateReactor final : public grpc::ServerUnaryReactor {
         Response message;
         message.mutable_value_ref()->set_id(*id);
         serialize(message, response);
+        tsan_release(this);  // After id_ and the response were written.
         Finish(grpc::Status::OK);
         return;
       }
