@@ -18,8 +18,11 @@ SAN_DIR   ?= $(BUILD_DIR)/clang-sanitize
 TSAN_DIR  ?= $(BUILD_DIR)/clang-tsan
 # Not run under TSan: all_thread_stacks() interrupts every thread with a
 # signal, and TSan delays signals to a thread blocked outside the calls it
-# intercepts (here in abseil's futex wait) past the 500 ms the test allows.
-TSAN_EXCLUDE ?= ^ThreadStacksTest\.NamesEveryThreadAndWhereItWaits$$
+# intercepts (here in abseil's futex wait) past the 500 ms the test allows
+# (the watchdog's stack dump likewise); and a bound on a task's resident
+# memory (256 MiB over its start) that TSan's own allocator and shadow
+# memory exceed.
+TSAN_EXCLUDE ?= ^(ThreadStacksTest\.NamesEveryThreadAndWhereItWaits|TaskStatesTest\.AStalledWatchdogWritesEveryThreadStackToTheRunDirectory|HostileInputMemoryTest\.ConcurrentOversizedMessagesStayWithinTheBufferBound)$$
 FUZZ_SECONDS ?= 600
 # make test: each harness for this long, and the multi-process suites
 # (ctest -R) that run under ASan+UBSan there; make sanitize runs them all.

@@ -34,9 +34,10 @@ if(PSFLOW_SANITIZE)
 endif()
 if(PSFLOW_SANITIZE STREQUAL "thread")
   # Debian's abseil is not built with TSan: its synchronization primitives
-  # are invisible to it. Every link wraps their entry points with
-  # src/base/tsan_absl_sync.cc, which tells TSan the happens-before edges
-  # they make. The symbols are mangled with abseil's inline namespace.
+  # are invisible to it. src/base/tsan_absl_sync.cc defines their entry
+  # points in every executable, which tell TSan the happens-before edges
+  # they make; exported, they interpose the library's for libgrpc and
+  # libgpr too. The symbols are mangled with abseil's inline namespace.
   find_file(PSFLOW_ABSL_OPTIONS_H absl/base/options.h REQUIRED)
   file(STRINGS ${PSFLOW_ABSL_OPTIONS_H} ns_line
     REGEX "^#define ABSL_OPTION_INLINE_NAMESPACE_NAME ")
@@ -55,13 +56,14 @@ if(PSFLOW_SANITIZE STREQUAL "thread")
       5Mutex17AwaitWithDeadlineERKNS0_9ConditionENS0_4TimeE
       7CondVar4WaitEPNS0_5MutexE 7CondVar15WaitWithTimeoutEPNS0_5MutexENS0_8DurationE
       7CondVar16WaitWithDeadlineEPNS0_5MutexENS0_4TimeE 12Notification6NotifyEv
-      15BlockingCounter14DecrementCountEv 15BlockingCounter4WaitEv 7Barrier5BlockEv)
-    add_link_options(-Wl,--wrap=_ZN${mangled}${member})
+      15BlockingCounter14DecrementCountEv 15BlockingCounter4WaitEv 7Barrier5BlockEv
+      6Status15UnrefNonInlinedEm)
+    add_link_options(-Wl,--export-dynamic-symbol=_ZN${mangled}${member})
   endforeach()
   foreach(member 12Notification19WaitForNotificationEv
       12Notification30WaitForNotificationWithTimeoutENS0_8DurationE
       12Notification31WaitForNotificationWithDeadlineENS0_4TimeE)
-    add_link_options(-Wl,--wrap=_ZNK${mangled}${member})
+    add_link_options(-Wl,--export-dynamic-symbol=_ZNK${mangled}${member})
   endforeach()
 endif()
 if(PSFLOW_FUZZ)

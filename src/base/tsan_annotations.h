@@ -15,6 +15,8 @@
 #endif
 #endif
 
+#include <memory>
+
 #ifdef PSFLOW_TSAN_BUILD
 extern "C" void __tsan_acquire(void* addr);
 extern "C" void __tsan_release(void* addr);
@@ -34,6 +36,27 @@ inline void tsan_release([[maybe_unused]] const void* object) {
 inline void tsan_acquire([[maybe_unused]] const void* object) {
 #ifdef PSFLOW_TSAN_BUILD
   __tsan_acquire(const_cast<void*>(object));
+#endif
+}
+
+// The acquire half of "shared_ptr::use_count() is 1, then an acquire
+// fence" (copy-on-write owners that then write in place): every other
+// owner's release of its reference (the acq_rel decrement of the count,
+// instrumented) happens before what follows. TSan does not model
+// standalone fences, so without this it reports the owner's writes
+// against the former co-owners' reads. Stated on the count's own address
+// (libstdc++'s layout: {T*, control block*}, the control block {vptr,
+// use count, weak count}); a no-op outside TSan builds.
+template <typename T>
+inline void tsan_acquire_use_count([[maybe_unused]] const std::shared_ptr<T>& owner) {
+#if defined(PSFLOW_TSAN_BUILD) && defined(__GLIBCXX__)
+  static_assert(sizeof(owner) == 2 * sizeof(void*));
+  struct Layout {
+    const void* pointer;
+    char* control;
+  };
+  char* control = reinterpret_cast<const Layout*>(&owner)->control;
+  if (control != nullptr) __tsan_acquire(control + sizeof(void*));
 #endif
 }
 

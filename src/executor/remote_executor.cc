@@ -20,6 +20,7 @@
 #include "absl/time/clock.h"
 #include "base/logging.h"
 #include "base/strings.h"
+#include "base/tsan_annotations.h"
 #include "executor/executor_connection.h"
 #include "executor/run_stream.h"
 #include "psflow/cluster_spec.h"
@@ -323,8 +324,11 @@ class ExecutorConnection : public std::enable_shared_from_this<ExecutorConnectio
     configure_context(cancel->context, absl::Now() + kCancelTimeout);
     cancel->request.set_closure_id(closure_id);
     // Freed by its callback under the lock, as runs are (see finish()).
+    // StartCall -> callback is ordered by gRPC, invisibly to TSan.
+    tsan_release(cancel);
     stub_->async()->CancelFunction(&cancel->context, &cancel->request, &cancel->response,
                                    [this, cancel](grpc::Status) {
+                                     tsan_acquire(cancel);
                                      absl::MutexLock lock(&calls_mu_);
                                      cancels_.erase(cancel);
                                    });

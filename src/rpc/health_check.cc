@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "base/strings.h"
+#include "base/tsan_annotations.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "rpc/grpc_status.h"
 
@@ -61,8 +62,12 @@ std::unique_ptr<HealthCheck> HealthCheck::start(std::string_view target, std::st
   // The callback only borrows the state: the handle's destructor waits for
   // `finished` (the callback's last access) and then frees it on its own
   // thread. gRPC requires the buffers to live until the callback runs.
+  // gRPC runs the callback after the call completed, possibly on another
+  // thread, ordered by its own synchronization (invisible to TSan).
+  tsan_release(raw);
   raw->stub->async()->Check(
       &raw->context, &raw->request, &raw->response, [raw](grpc::Status status) {
+        tsan_acquire(raw);
         raw->done(health_check_result(status, raw->response, raw->target, raw->task_name));
         absl::MutexLock lock(&raw->mu);
         raw->finished = true;

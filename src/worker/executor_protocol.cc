@@ -15,6 +15,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "base/tsan_annotations.h"
 #include "rpc/grpc_status.h"
 #include "rpc/parsed_call.h"
 #include "tensor/wire.h"
@@ -65,6 +66,9 @@ class CreateReactor final : public grpc::ServerUnaryReactor {
   template <typename Response>
   void finish(const absl::StatusOr<std::string>& id, grpc::ByteBuffer* response)
       ABSL_LOCKS_EXCLUDED(mu_) {
+    // gRPC runs OnDone after Finish, possibly on another thread, ordered
+    // by its own synchronization (invisible to TSan).
+    tsan_release(this);
     if (!id.ok()) {
       Finish(to_grpc_status(id.status()));
       return;
@@ -76,12 +80,14 @@ class CreateReactor final : public grpc::ServerUnaryReactor {
         Response message;
         message.mutable_value_ref()->set_id(*id);
         serialize(message, response);
+        tsan_release(this);  // After id_ and the response were written.
         Finish(grpc::Status::OK);
         return;
       }
       cancelled_ = true;
     }
     (void)values_->dispose(owner_, {*id});
+    tsan_release(this);
     Finish(grpc::Status(grpc::StatusCode::CANCELLED,
                         "the call was cancelled; the value it created was disposed"));
   }
@@ -96,7 +102,10 @@ class CreateReactor final : public grpc::ServerUnaryReactor {
     }
     if (!id.empty()) (void)values_->dispose(owner_, {id});
   }
-  void OnDone() override { delete this; }
+  void OnDone() override {
+    tsan_acquire(this);
+    delete this;
+  }
 
  private:
   grpc::CallbackServerContext* const context_;
@@ -172,6 +181,9 @@ class ComputeReactor final : public grpc::ServerUnaryReactor {
   // Finishes with `result` unless the call already finished.
   static void deliver(State& state, const ValueGraph::Result& result) {
     if (state.finished.exchange(true)) return;
+    // Finish -> OnDone, as in fail(); the OK path releases again after
+    // writing the response.
+    tsan_release(state.reactor);
     if (!result.ok()) {
       state.reactor->Finish(to_grpc_status(result.status()));
       return;
@@ -194,11 +206,15 @@ class ComputeReactor final : public grpc::ServerUnaryReactor {
           "Compute: the worker ran out of memory encoding the value")));
       return;
     }
+    tsan_release(state.reactor);  // After the response was written.
     state.reactor->Finish(grpc::Status::OK);
   }
 
   void fail(const absl::Status& status) {
     if (state_->finished.exchange(true)) return;
+    // gRPC runs OnDone after Finish, possibly on another thread, ordered
+    // by its own synchronization (invisible to TSan).
+    tsan_release(this);
     Finish(to_grpc_status(status));
   }
 
@@ -207,7 +223,10 @@ class ComputeReactor final : public grpc::ServerUnaryReactor {
         absl::CancelledError("Compute was cancelled (the client gave up, its deadline passed, "
                              "or the worker is shutting down)"));
   }
-  void OnDone() override { delete this; }
+  void OnDone() override {
+    tsan_acquire(this);
+    delete this;
+  }
 
  private:
   std::shared_ptr<State> state_;

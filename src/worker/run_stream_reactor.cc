@@ -17,6 +17,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "base/tsan_annotations.h"
 #include "rpc/grpc_status.h"
 #include "worker/executor_service.h"
 
@@ -37,8 +38,14 @@ constexpr size_t kMaxAnswerBatchBytes = size_t{1} << 20;
 // Refuses the stream at once (the caller may not run closures).
 class Refusal final : public grpc::ServerBidiReactor<Request, Response> {
  public:
-  explicit Refusal(const grpc::Status& status) { Finish(status); }
-  void OnDone() override { delete this; }
+  explicit Refusal(const grpc::Status& status) {
+    tsan_release(this);  // Finish -> OnDone (see RunStreamReactor).
+    Finish(status);
+  }
+  void OnDone() override {
+    tsan_acquire(this);
+    delete this;
+  }
 };
 
 // Thread-safety: thread-safe; gRPC's callbacks and the function threads'
@@ -48,10 +55,16 @@ class RunStreamReactor final : public grpc::ServerBidiReactor<Request, Response>
  public:
   RunStreamReactor(ExecutorServiceImpl* service, const TaskStatus* status, PeerIdentity caller)
       : service_(service), status_(status), caller_(std::move(caller)) {
+    tsan_release(this);
     StartRead(&raw_in_);
   }
 
+  // gRPC runs each callback after the operation it completes was started
+  // (StartRead, StartWrite, Finish), possibly on another thread, ordered by
+  // its own synchronization: stated to TSan as a release of `this` before
+  // each start and an acquire at the top of each callback.
   void OnReadDone(bool ok) override {
+    tsan_acquire(this);
     if (!ok) {
       Actions actions;
       {
@@ -98,10 +111,12 @@ class RunStreamReactor final : public grpc::ServerBidiReactor<Request, Response>
                           [this, run](const grpc::Status& status) { answer(*run, status); });
     }
     in_.Clear();
+    tsan_release(this);
     StartRead(&raw_in_);
   }
 
   void OnWriteDone(bool ok) override {
+    tsan_acquire(this);
     Actions actions;
     {
       absl::MutexLock lock(&mu_);
@@ -114,6 +129,7 @@ class RunStreamReactor final : public grpc::ServerBidiReactor<Request, Response>
   }
 
   void OnCancel() override {
+    tsan_acquire(this);
     Actions actions;
     {
       absl::MutexLock lock(&mu_);
@@ -125,6 +141,7 @@ class RunStreamReactor final : public grpc::ServerBidiReactor<Request, Response>
   }
 
   void OnDone() override {
+    tsan_acquire(this);
     bool last;
     {
       absl::MutexLock lock(&mu_);
@@ -224,6 +241,7 @@ class RunStreamReactor final : public grpc::ServerBidiReactor<Request, Response>
   }
 
   void apply(const Actions& actions) {
+    if (actions.write || actions.finish.has_value()) tsan_release(this);
     if (actions.write) StartWrite(&raw_out_);
     if (actions.finish.has_value()) Finish(*actions.finish);
     if (actions.destroy) delete this;

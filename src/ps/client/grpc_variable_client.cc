@@ -21,6 +21,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "base/logging.h"
+#include "base/tsan_annotations.h"
 #include "ps/client/shared_memory_client.h"
 #include "ps/client/variable_client.h"
 #include "ps/request/execute_batch.h"
@@ -208,8 +209,14 @@ class GrpcVariableClient final : public VariableClient {
       absl::MutexLock lock(&mu_);
       calls_.emplace(raw, std::move(call));
     }
+    // gRPC runs the callback after the call completed, possibly on another
+    // thread, ordered by its own synchronization (invisible to TSan).
+    tsan_release(raw);
     stub_.UnaryCall(&raw->context, kExecuteMethod, grpc::StubOptions(), &raw->request,
-                    &raw->response, [this, raw](grpc::Status status) { finish(raw, status); });
+                    &raw->response, [this, raw](grpc::Status status) {
+                      tsan_acquire(raw);
+                      finish(raw, status);
+                    });
   }
 
   // The session to use now, or null; asks the ps for one (once, in the
@@ -246,8 +253,12 @@ class GrpcVariableClient final : public VariableClient {
       absl::MutexLock lock(&mu_);
       open_call_ = std::move(open);
     }
+    tsan_release(raw);  // StartCall -> callback, as for Execute.
     stub_.UnaryCall(&raw->context, kOpenSharedMemoryMethod, grpc::StubOptions(), &raw->request,
-                    &raw->response, [this, raw](grpc::Status status) { opened(*raw, status); });
+                    &raw->response, [this, raw](grpc::Status status) {
+                      tsan_acquire(raw);
+                      opened(*raw, status);
+                    });
   }
 
   // Installs the ps's answer to open_call_, then frees that call (the last
@@ -303,8 +314,10 @@ class GrpcVariableClient final : public VariableClient {
     configure_context(context, absl::Now() + absl::Milliseconds(500));
     absl::Mutex done_mu;
     bool done = false;
+    tsan_release(&context);  // StartCall -> callback, as for Execute.
     stub_.UnaryCall(&context, kCloseSharedMemoryMethod, grpc::StubOptions(), &raw_request,
                     &raw_response, [&](grpc::Status) {
+                      tsan_acquire(&context);
                       absl::MutexLock lock(&done_mu);
                       done = true;
                     });

@@ -10,6 +10,7 @@
 #include "base/logging.h"
 #include "base/prefetch.h"
 #include "base/strings.h"
+#include "base/tsan_annotations.h"
 #include "psflow/status_macros.h"
 #include "tensor/tensor_internal.h"
 
@@ -126,6 +127,7 @@ bool sole_owner_of_whole_buffer(const Tensor& t) {
   if (t.dtype() == DType::kString || t.buffer() == nullptr) return false;
   if (t.buffer().use_count() != 1) return false;
   std::atomic_thread_fence(std::memory_order_acquire);
+  tsan_acquire_use_count(t.buffer());
   return t.raw_data() == t.buffer()->data() && t.byte_size() == t.buffer()->size();
 }
 
@@ -181,6 +183,7 @@ void VariableShard::make_value_writable() {
     value_ = value_.clone();
   } else {
     std::atomic_thread_fence(std::memory_order_acquire);
+    tsan_acquire_use_count(value_.buffer());
   }
 }
 
