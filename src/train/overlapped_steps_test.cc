@@ -142,107 +142,93 @@ TEST(OverlappedStepsTest, ReadsInForwardOrderAndPushesLastLayerFirstOncePerStep)
   EXPECT_EQ(pushes, want_pushes);
 }
 
+// What a run whose pushes were held saw: for each step's read, how many
+// steps had been applied when it began.
+struct HeldPushesRun {
+  std::vector<int64_t> seen;
+  bool overlapped = true;  // false when a held push timed out
+  int64_t applied_steps = 0;
+};
+
+// Runs `steps` overlapped steps of 2 layers under `reads`. A push of step s
+// (only its last one with `hold_last_only`) is held until the read of step
+// s + `distance` has started, bounded by a deadline: a read that waited for
+// those pushes shows as a timeout (overlapped false).
+HeldPushesRun run_holding_pushes(int64_t steps, int64_t distance, bool hold_last_only,
+                                 const OverlapReads& reads) {
+  constexpr size_t kLayers = 2;
+  absl::Mutex mu;
+  std::vector<std::string> grads;
+  std::vector<std::unique_ptr<absl::Notification>> read_started;
+  for (int64_t s = 0; s <= steps; ++s)
+    read_started.push_back(std::make_unique<absl::Notification>());
+  std::atomic<int64_t> applied_steps{0};
+  std::atomic<int> read_round{0};
+  HeldPushesRun run;
+  OverlapIo io;
+  io.read = [&](const LayerBucket& b) -> absl::StatusOr<std::vector<Tensor>> {
+    if (b.first == 0) {
+      const int round = read_round++;
+      {
+        absl::MutexLock lock(&mu);
+        run.seen.push_back(applied_steps.load());
+      }
+      read_started[static_cast<size_t>(round)]->Notify();
+    }
+    return std::vector<Tensor>{Tensor(), Tensor()};
+  };
+  io.push = [&](const LayerBucket&, std::vector<Tensor> g, bool last) {
+    const auto step = static_cast<int64_t>(g[0].flat<float>()[0]) - 1;
+    if ((last || !hold_last_only) && step + distance < steps &&
+        !read_started[static_cast<size_t>(step + distance)]->WaitForNotificationWithTimeout(
+            absl::Seconds(20))) {
+      absl::MutexLock lock(&mu);
+      run.overlapped = false;
+    }
+    if (last) ++applied_steps;
+    return absl::OkStatus();
+  };
+  EXPECT_TRUE(
+      run_overlapped(steps, per_layer(kLayers), io, fake_backward(kLayers, &grads, &mu), reads)
+          .ok());
+  run.applied_steps = applied_steps.load();
+  return run;
+}
+
 // The bound of the header: the read of step s + 1 sees every push of steps
 // <= s - 1, and may start while step s's pushes are still in flight. Step
 // s's pushes are held until step s + 1's read has started (bounded by a
 // deadline), so the read sees exactly s steps: one step of staleness, and
 // proof that the read did not wait for them.
 TEST(OverlappedStepsTest, ReadMissesAtMostTheWorkersOwnPreviousStep) {
-  constexpr size_t kLayers = 2;
   constexpr int64_t kSteps = 6;
-  absl::Mutex mu;
-  std::vector<std::string> grads;
-  std::vector<std::unique_ptr<absl::Notification>> read_started;
-  for (int64_t s = 0; s <= kSteps; ++s)
-    read_started.push_back(std::make_unique<absl::Notification>());
-  std::atomic<int64_t> applied_steps{0};
-  std::vector<int64_t> seen;  // applied steps when each step's read began
-  std::atomic<int> read_round{0};
-  bool overlapped = true;
-  OverlapIo io;
-  io.read = [&](const LayerBucket& b) -> absl::StatusOr<std::vector<Tensor>> {
-    if (b.first == 0) {
-      const int round = read_round++;
-      {
-        absl::MutexLock lock(&mu);
-        seen.push_back(applied_steps.load());
-      }
-      read_started[static_cast<size_t>(round)]->Notify();
-    }
-    return std::vector<Tensor>{Tensor(), Tensor()};
-  };
-  io.push = [&](const LayerBucket&, std::vector<Tensor> g, bool last) {
-    const auto step = static_cast<int64_t>(g[0].flat<float>()[0]) - 1;
-    if (step + 1 < kSteps &&
-        !read_started[static_cast<size_t>(step + 1)]->WaitForNotificationWithTimeout(
-            absl::Seconds(20))) {
-      absl::MutexLock lock(&mu);
-      overlapped = false;
-    }
-    if (last) ++applied_steps;
-    return absl::OkStatus();
-  };
-  ASSERT_TRUE(
-      run_overlapped(kSteps, per_layer(kLayers), io, fake_backward(kLayers, &grads, &mu)).ok());
-  EXPECT_TRUE(overlapped) << "a read waited for the previous step's pushes";
-  ASSERT_EQ(seen.size(), static_cast<size_t>(kSteps));
+  const HeldPushesRun run =
+      run_holding_pushes(kSteps, /*distance=*/1, /*hold_last_only=*/false, OverlapReads{});
+  EXPECT_TRUE(run.overlapped) << "a read waited for the previous step's pushes";
+  ASSERT_EQ(run.seen.size(), static_cast<size_t>(kSteps));
   for (int64_t s = 1; s < kSteps; ++s) {
-    EXPECT_GE(seen[static_cast<size_t>(s)], s - 1) << "step " << s << " read too stale";
-    EXPECT_EQ(seen[static_cast<size_t>(s)], s - 1) << "step " << s;
+    EXPECT_GE(run.seen[static_cast<size_t>(s)], s - 1) << "step " << s << " read too stale";
+    EXPECT_EQ(run.seen[static_cast<size_t>(s)], s - 1) << "step " << s;
   }
-  EXPECT_EQ(applied_steps.load(), kSteps);
+  EXPECT_EQ(run.applied_steps, kSteps);
 }
 
-// With max_staleness 2 (psflow train's kOverlapStaleness) the read of step
-// s + 1 waits only for step s - 2's pushes: step s's pushes are held until
-// step s + 2's read has started (bounded by a deadline), and each read sees
-// exactly the steps up to two before it.
+// With max_staleness 2 the read of step s + 1 waits only for step s - 2's
+// pushes: step s's last push is held until step s + 2's read has started
+// (bounded by a deadline), and each read sees exactly the steps up to two
+// before it.
 TEST(OverlappedStepsTest, ReadMissesAtMostTwoStepsWithStalenessTwo) {
-  constexpr size_t kLayers = 2;
   constexpr int64_t kSteps = 7;
-  absl::Mutex mu;
-  std::vector<std::string> grads;
-  std::vector<std::unique_ptr<absl::Notification>> read_started;
-  for (int64_t s = 0; s <= kSteps; ++s)
-    read_started.push_back(std::make_unique<absl::Notification>());
-  std::atomic<int64_t> applied_steps{0};
-  std::vector<int64_t> seen;  // applied steps when each step's read began
-  std::atomic<int> read_round{0};
-  bool overlapped = true;
-  OverlapIo io;
-  io.read = [&](const LayerBucket& b) -> absl::StatusOr<std::vector<Tensor>> {
-    if (b.first == 0) {
-      const int round = read_round++;
-      {
-        absl::MutexLock lock(&mu);
-        seen.push_back(applied_steps.load());
-      }
-      read_started[static_cast<size_t>(round)]->Notify();
-    }
-    return std::vector<Tensor>{Tensor(), Tensor()};
-  };
-  io.push = [&](const LayerBucket&, std::vector<Tensor> g, bool last) {
-    const auto step = static_cast<int64_t>(g[0].flat<float>()[0]) - 1;
-    if (last && step + 2 < kSteps &&
-        !read_started[static_cast<size_t>(step + 2)]->WaitForNotificationWithTimeout(
-            absl::Seconds(20))) {
-      absl::MutexLock lock(&mu);
-      overlapped = false;
-    }
-    if (last) ++applied_steps;
-    return absl::OkStatus();
-  };
   OverlapReads reads;
   reads.max_staleness = 2;
-  ASSERT_TRUE(
-      run_overlapped(kSteps, per_layer(kLayers), io, fake_backward(kLayers, &grads, &mu), reads)
-          .ok());
-  EXPECT_TRUE(overlapped) << "a read waited for the pushes of the step two before it";
-  ASSERT_EQ(seen.size(), static_cast<size_t>(kSteps));
+  const HeldPushesRun run =
+      run_holding_pushes(kSteps, /*distance=*/2, /*hold_last_only=*/true, reads);
+  EXPECT_TRUE(run.overlapped) << "a read waited for the pushes of the step two before it";
+  ASSERT_EQ(run.seen.size(), static_cast<size_t>(kSteps));
   for (int64_t s = 2; s < kSteps; ++s) {
-    EXPECT_EQ(seen[static_cast<size_t>(s)], s - 2) << "step " << s;
+    EXPECT_EQ(run.seen[static_cast<size_t>(s)], s - 2) << "step " << s;
   }
-  EXPECT_EQ(applied_steps.load(), kSteps);
+  EXPECT_EQ(run.applied_steps, kSteps);
 }
 
 TEST(OverlappedStepsTest, FailuresOfReadsPushesAndComputePropagate) {
