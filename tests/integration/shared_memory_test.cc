@@ -200,28 +200,26 @@ TEST(SharedMemoryTest, UnknownSessionsAndOtherHostsAreRefused) {
     EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message();
     EXPECT_THAT(s.error_message(), HasSubstr("no shared-memory session"));
   }
-  // Another host's boot id: no session.
-  {
+  // A raw 1 MiB OpenSharedMemory claiming `boot_id` and `pid_namespace`.
+  auto open_raw = [&](const std::string& boot_id, const std::string& pid_namespace) {
     grpc::ClientContext context;
     configure_context(context, deadline());
     v1::OpenSharedMemoryRequest open;
-    open.set_boot_id("00000000-0000-0000-0000-000000000000");
+    open.set_boot_id(boot_id);
+    if (!pid_namespace.empty()) open.set_pid_namespace(pid_namespace);
     open.set_bytes(1 << 20);
     v1::OpenSharedMemoryResponse response;
-    const grpc::Status s = stub->OpenSharedMemory(&context, open, &response);
+    return stub->OpenSharedMemory(&context, open, &response);
+  };
+  // Another host's boot id: no session.
+  {
+    const grpc::Status s = open_raw("00000000-0000-0000-0000-000000000000", "");
     EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << s.error_message();
     EXPECT_THAT(s.error_message(), HasSubstr("another host"));
   }
   // Another PID namespace: no session (it could not open the region).
   {
-    grpc::ClientContext context;
-    configure_context(context, deadline());
-    v1::OpenSharedMemoryRequest open;
-    open.set_boot_id(host_boot_id());
-    open.set_pid_namespace("pid:[1]");
-    open.set_bytes(1 << 20);
-    v1::OpenSharedMemoryResponse response;
-    const grpc::Status s = stub->OpenSharedMemory(&context, open, &response);
+    const grpc::Status s = open_raw(host_boot_id(), "pid:[1]");
     EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << s.error_message();
     EXPECT_THAT(s.error_message(), HasSubstr("another PID namespace"));
   }
