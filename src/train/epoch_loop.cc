@@ -198,6 +198,11 @@ absl::Status EpochLoop::stop(const EpochHooks& hooks, int epoch, const absl::Sta
     std::fprintf(options.out, "%s: %s\n", where.c_str(), kept.c_str());
     std::fflush(options.out);
   }
+  // What the stop timeout may still catch: the teardown releases each
+  // worker's datasets and values, and a worker that does not answer (paused,
+  // or its host gone) holds it up to the timeout.
+  (void)set_activity("shutting down: releasing what the workers hold for this run",
+                     /*at_once=*/false);
   return reason;
 }
 

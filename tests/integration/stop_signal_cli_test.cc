@@ -100,12 +100,11 @@ std::vector<std::string> train_argv(const std::string& run_dir, int num_ps, int 
 
 // For the tests that pause the worker: the stop must find a closure in
 // flight on it. Enough epochs that training is still under way when the
-// signal comes (one epoch can end on an idle machine before the pause), and
-// long closures, so that the pause almost always lands inside one rather
-// than in the moment between two (when the next closure is not sent yet and
-// the stop has nothing to wait for).
+// signal comes, and a first closure long enough (400 of the epoch's 468
+// steps, seconds of work) that the pause, sent as soon as the chief says it
+// sent that closure, lands inside it.
 constexpr int kLongRunEpochs = 20;
-constexpr char kLongClosureSteps[] = "100";
+constexpr char kLongClosureSteps[] = "400";
 
 // The environment of a run whose closures the test must catch in flight:
 // the chief logs, at debug level, each closure it sends.
@@ -113,11 +112,12 @@ std::vector<std::string> debug_log_environment() {
   return test_environment({{"PSFLOW_LOG_LEVEL", "debug"}});
 }
 
-// Reads the chief's stderr until it has sent a training closure to a
-// worker: a pause of that worker from then on finds a closure in flight
-// (it runs 100 steps, the next one goes out as soon as it is back), and the
-// stop has one to wait for. (Pausing at the epoch's first progress line
-// raced the first send on a loaded machine.)
+// Reads the chief's stderr until it has sent the first training closure
+// to a worker: a pause of that worker from then on finds the closure in
+// flight (it runs kLongClosureSteps steps), and the stop has one to wait
+// for. Called before any progress line is read: the first one is printed
+// when the first closure is back, and a pause then could land between two
+// closures, with nothing in flight.
 bool read_until_a_training_closure_is_sent(TestProcess& process, std::string& err) {
   const absl::Time deadline = absl::Now() + kStartTimeout;
   // Bounded by the deadline (read_stderr_line returns nullopt past it).
@@ -150,8 +150,9 @@ void start_and_pause_the_worker(const std::string& dir, const std::vector<std::s
   train = std::make_unique<TestProcess>(argv, debug_log_environment());
   ASSERT_GT(train->pid(), 0);
   Progress progress;
-  ASSERT_TRUE(read_until(*train, absl::StrCat("epoch 1/", kLongRunEpochs, " ["), progress))
-      << progress.out;
+  // The placement line comes after the tasks' pid lines and before any
+  // closure is sent.
+  ASSERT_TRUE(read_until(*train, "ps bytes:", progress)) << progress.out;
   ASSERT_EQ(progress.workers.size(), 1u) << progress.out;
   ASSERT_TRUE(read_until_a_training_closure_is_sent(*train, err)) << err;
   // Dies with the chief (PR_SET_PDEATHSIG's SIGKILL ends stopped tasks too).
