@@ -35,7 +35,7 @@ CLANG_CMAKE = CC=clang-14 CXX=clang++-14 cmake -S . -G Ninja \
 export ASAN_OPTIONS ?= detect_leaks=1:abort_on_error=0:detect_stack_use_after_return=0
 export LSAN_OPTIONS ?= suppressions=$(CURDIR)/fuzz/lsan.supp
 export UBSAN_OPTIONS ?= print_stacktrace=1:halt_on_error=1
-export TSAN_OPTIONS ?= halt_on_error=0:second_deadlock_stack=1:suppressions=$(CURDIR)/fuzz/tsan.supp
+export TSAN_OPTIONS ?= halt_on_error=0:second_deadlock_stack=1:ignore_noninstrumented_modules=1:suppressions=$(CURDIR)/fuzz/tsan.supp
 export ASAN_SYMBOLIZER_PATH ?= /usr/lib/llvm-14/bin/llvm-symbolizer
 export TSAN_SYMBOLIZER_PATH ?= /usr/lib/llvm-14/bin/llvm-symbolizer
 

@@ -117,6 +117,7 @@ void SignalShutdown::watch() {
         PSFLOW_LOG(Error, "still ", what.empty() ? "stopping" : what, " ",
                    absl::FormatDuration(stop_timeout_), " after ", signal_name(signo_),
                    ": exiting now, without finishing (the stop timeout)");
+        join_handler_if_done();
         _exit(exit_code_for_signal(signo_));
       }
       continue;
@@ -124,14 +125,25 @@ void SignalShutdown::watch() {
     if (signo_ != 0) {
       PSFLOW_LOG(Warning, "received ", signal_name(signo),
                  " again: exiting at once, without finishing the shutdown");
+      join_handler_if_done();
       _exit(exit_code_for_signal(signo));
     }
     signo_ = signo;
     deadline = absl::Now() + stop_timeout_;
     PSFLOW_LOG(Info, "received ", signal_name(signo), ": stopping within ",
                absl::FormatDuration(stop_timeout_), " (a second signal exits at once)");
-    handler_ = std::thread([this, signo] { on_first_signal(signo); });
+    handler_ = std::thread([this, signo] {
+      on_first_signal(signo);
+      absl::MutexLock done(&mu_);
+      handler_done_ = true;
+    });
   }
+}
+
+void SignalShutdown::join_handler_if_done() {
+  // mu_ is held: a handler not done yet cannot finish (it waits for mu_ to
+  // say so), and one that is done has left mu_ and only returns.
+  if (handler_done_ && handler_.joinable()) handler_.join();
 }
 
 void SignalShutdown::on_first_signal(int signo) {

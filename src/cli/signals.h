@@ -59,6 +59,7 @@ class SignalShutdown {
 
  private:
   void watch() ABSL_LOCKS_EXCLUDED(mu_);
+  void join_handler_if_done() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void on_first_signal(int signo);
 
   const absl::Duration stop_timeout_;
@@ -66,7 +67,11 @@ class SignalShutdown {
   mutable absl::Mutex mu_;
   bool closing_ ABSL_GUARDED_BY(mu_) = false;
   int signo_ ABSL_GUARDED_BY(mu_) = 0;  // The first signal; 0: none yet.
-  std::thread handler_;                 // Runs on_first_signal; started by watch().
+  // Set by handler_ as the last thing it does: once true, handler_ is
+  // joined before watch() ends the process (a finished thread left unjoined
+  // at exit is what TSan reports as a thread leak).
+  bool handler_done_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread handler_;  // Runs on_first_signal; started by watch().
   std::thread watcher_;
 };
 
