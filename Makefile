@@ -35,6 +35,9 @@ CLANG_CMAKE = CC=clang-14 CXX=clang++-14 cmake -S . -G Ninja \
 export ASAN_OPTIONS ?= detect_leaks=1:abort_on_error=0:detect_stack_use_after_return=0
 export LSAN_OPTIONS ?= suppressions=$(CURDIR)/fuzz/lsan.supp
 export UBSAN_OPTIONS ?= print_stacktrace=1:halt_on_error=1
+# TSan: what Debian's libraries (not built with TSan) do through intercepted
+# calls is not checked, their locks still order (ignore_noninstrumented_modules;
+# docs/security.md, "TSan and the multi-process tests").
 export TSAN_OPTIONS ?= halt_on_error=0:second_deadlock_stack=1:ignore_noninstrumented_modules=1:suppressions=$(CURDIR)/fuzz/tsan.supp
 export ASAN_SYMBOLIZER_PATH ?= /usr/lib/llvm-14/bin/llvm-symbolizer
 export TSAN_SYMBOLIZER_PATH ?= /usr/lib/llvm-14/bin/llvm-symbolizer
