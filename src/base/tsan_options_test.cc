@@ -43,7 +43,7 @@ ProbeRun run_probe(const std::string& which, const std::string& extra = "") {
   if (pipe == nullptr) return run;
   char chunk[4096];
   // Bounded: the probe's cases end (each thread pair is joined, the one
-  // wait is bounded to 2 s), and then the pipe reads EOF.
+  // wait is bounded to 10 s), and then the pipe reads EOF.
   for (size_t n; (n = std::fread(chunk, 1, sizeof(chunk), pipe)) > 0;) run.output.append(chunk, n);
   const int status = pclose(pipe);
   run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;

@@ -11,7 +11,6 @@
 // Exits 0 once the case ran (TSan's reports go to stderr), 2 on a bad case
 // or a case that could not run.
 #include <pthread.h>
-#include <unistd.h>
 
 #include <cstdio>
 #include <cstring>
@@ -19,7 +18,7 @@
 
 extern "C" {
 void psflow_tsan_probe_publish();
-int psflow_tsan_probe_ready();
+int psflow_tsan_probe_wait_published(int seconds);
 void psflow_tsan_probe_copy(char* to, const char* from, unsigned long n);
 }
 
@@ -35,9 +34,7 @@ void* publish(void*) {
 }
 
 void* wait_and_read(void* out) {
-  // Bounded: at most 20,000 polls of 100 us (2 s).
-  for (int i = 0; i < 20000 && psflow_tsan_probe_ready() == 0; ++i) usleep(100);
-  *static_cast<int*>(out) = psflow_tsan_probe_ready() != 0 ? shared_value : -1;
+  *static_cast<int*>(out) = psflow_tsan_probe_wait_published(10) != 0 ? shared_value : -1;
   return nullptr;
 }
 
